@@ -1,0 +1,96 @@
+"""Comparisons and truth: ``td == other`` gives a TensorDict of bools; ``all``/``any``.
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(a=torch.zeros(2), b={"c": torch.ones(2)}, batch_size=[2])
+    >>> (td == td).all(), (td == 0)["b", "c"], (td != 0).any()
+    (True, tensor([False, False]), True)
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from tensordict._base import TensorDictBase, is_tensor_collection
+
+
+def leafwise_binary(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> Any:
+    """``op(leaf, other_leaf)`` for every leaf; ``other`` a collection, dict or tensor."""
+    if is_tensor_collection(other) and not getattr(other, "_is_non_tensor", False):
+        mine, theirs = set(td.keys(True, True)), set(other.keys(True, True))
+        if mine != theirs:
+            raise KeyError(
+                f"cannot compare TensorDicts with different keys: only in the first "
+                f"{sorted(map(str, mine - theirs))}, only in the second "
+                f"{sorted(map(str, theirs - mine))}"
+            )
+    return _binary_nested(td, other, op)
+
+
+def _binary_nested(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> Any:
+    """Recursive form that also compares non-tensor entries (as bool tensors)."""
+    from tensordict._td import TensorDict
+
+    out: dict[str, Any] = {}
+    for key in td._keys_str():
+        mine = td._get_str(key)
+        theirs = other._get_str(key) if is_tensor_collection(other) else other
+        if isinstance(mine, TensorDictBase) and not getattr(mine, "_is_non_tensor", False):
+            out[key] = _binary_nested(mine, theirs, op)
+        else:
+            out[key] = op(mine, theirs)
+    return TensorDict._new_unsafe(out, td.batch_size, td.device, getattr(td, "_names", None))
+
+
+def _reduce_truth(td: Any, reducer: str, dim: int | None) -> Any:
+    leaves = [v for v in td.values(True, True)]
+    if dim is None:
+        flags = [bool(getattr(torch.as_tensor(v), reducer)()) for v in leaves
+                 if not getattr(v, "_is_non_tensor", False)]
+        return all(flags) if reducer == "all" else any(flags)
+    ndim = len(td.batch_size)
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"dim {dim} is out of range for batch size {td.batch_size}")
+    dim = dim % ndim
+    new_size = td.batch_size[:dim] + td.batch_size[dim + 1:]
+    return td._apply_nest(
+        lambda x: getattr(x, reducer)(dim=dim) if x.ndim else x,
+        batch_size=new_size,
+    )
+
+
+class CompareMixin:
+    """``== != < <= > >=`` leaf-wise, and ``all``/``any``."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> Any:  # type: ignore[override]
+        return leafwise_binary(self, other, operator.eq)
+
+    def __ne__(self, other: object) -> Any:  # type: ignore[override]
+        return leafwise_binary(self, other, operator.ne)
+
+    def __lt__(self, other: Any) -> Any:
+        return leafwise_binary(self, other, operator.lt)
+
+    def __le__(self, other: Any) -> Any:
+        return leafwise_binary(self, other, operator.le)
+
+    def __gt__(self, other: Any) -> Any:
+        return leafwise_binary(self, other, operator.gt)
+
+    def __ge__(self, other: Any) -> Any:
+        return leafwise_binary(self, other, operator.ge)
+
+    def all(self, dim: int | None = None) -> Any:
+        """True if every element of every leaf is true (a TensorDict with ``dim``)."""
+        return _reduce_truth(self, "all", dim)
+
+    def any(self, dim: int | None = None) -> Any:
+        """True if any element of any leaf is true (a TensorDict with ``dim``)."""
+        return _reduce_truth(self, "any", dim)

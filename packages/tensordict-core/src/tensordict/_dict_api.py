@@ -1,0 +1,666 @@
+"""The dictionary side of a TensorDict: get/set, nested keys, views, selection, locks.
+
+Written once on the primitives of :class:`~tensordict._base.TensorDictBase`
+(``_get_str``, ``_set_str``, ``_del_str``, ``_keys_str``, ``_apply_nest``).
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(batch_size=[2])
+    >>> td["a", "b"] = torch.zeros(2)
+    >>> td.flatten_keys()
+    TensorDict(batch_size=[2], fields={a.b: f32[]})
+    >>> td.select(("a", "b")).exclude("a").is_empty()
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import torch
+
+from tensordict import errors
+from tensordict._base import NO_DEFAULT, TensorDictBase, is_tensor_collection
+from tensordict._keys import TensorDictItemsView, TensorDictKeysView, TensorDictValuesView
+from tensordict._nested_key import NestedKey, unravel_key, unravel_key_to_tuple
+from tensordict._nontensor import NonTensorData, unwrap_non_tensor
+from tensordict._options import get_defaults_to_none
+from tensordict._shapes import as_size
+
+KEY_SEPARATOR = "."
+
+
+class DictMixin:
+    """Mapping behaviour over nested keys."""
+
+    __slots__ = ()
+
+    # -- nested access -------------------------------------------------------------------
+    def _get_path(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
+        """The stored value at ``key`` (non-tensor data not unwrapped)."""
+        if key.__class__ is str:
+            return self._get_str(key, default)
+        path = unravel_key_to_tuple(key)
+        node: Any = self
+        for depth, part in enumerate(path):
+            if not isinstance(node, TensorDictBase) or getattr(node, "_is_non_tensor", False):
+                if default is not NO_DEFAULT:
+                    return default
+                raise errors.KeyThroughLeafError(
+                    f"{path[depth - 1]!r} is a {type(node).__name__}, not a TensorDict, "
+                    f"so it has no entry {part!r} (looking up {path!r})."
+                )
+            try:
+                node = node._get_str(part)
+            except KeyError:
+                if default is not NO_DEFAULT:
+                    return default
+                available = list(node._keys_str())
+                raise errors.missing_key(path if depth else part, available, path[:depth]) from None
+        return node
+
+    def _parent_of(self, path: tuple[str, ...], create: bool) -> Any:
+        """The sub-TensorDict holding ``path[-1]`` (created on the way if asked)."""
+        node: Any = self
+        for depth, part in enumerate(path[:-1]):
+            child = node._get_str(part, None)
+            if child is None:
+                if not create:
+                    raise errors.missing_key(path, list(node._keys_str()), path[:depth])
+                child = node._empty_child()
+                node._set_str(part, child, inplace=False, validated=True)
+            elif not isinstance(child, TensorDictBase) or getattr(child, "_is_non_tensor", False):
+                raise errors.KeyThroughLeafError(
+                    f"{part!r} is a {type(child).__name__}, not a TensorDict, so it has "
+                    f"no entry {path[depth + 1]!r} (writing {path!r})."
+                )
+            node = child
+        return node
+
+    def _empty_child(self) -> Any:
+        from tensordict._td import TensorDict
+
+        return TensorDict._new_unsafe({}, self.batch_size, self.device,
+                                      getattr(self, "_names", None))
+
+    # -- reading -------------------------------------------------------------------------
+    def get(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:
+        """The value at ``key`` (non-tensor data as ``NonTensorData``), or ``default``.
+
+        A missing key gives ``default`` (None unless given).
+
+        >>> td = TensorDict(a=torch.zeros(1))
+        >>> td.get("a"), td.get("zzz"), td.get("zzz", 0)
+        (tensor([0.]), None, 0)
+        """
+        default = kwargs.pop("default", args[0] if args else NO_DEFAULT)
+        if kwargs:
+            raise TypeError(f"get() got unexpected arguments {sorted(kwargs)}")
+        if default is NO_DEFAULT and get_defaults_to_none():
+            default = None
+        return self._get_path(key, default)
+
+    def get_non_tensor(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
+        """The Python object stored at ``key`` (tensors are returned as they are)."""
+        value = self._get_path(key, default)
+        return unwrap_non_tensor(value)
+
+    def is_non_tensor(self, key: NestedKey) -> bool:
+        """Whether ``key`` holds non-tensor data."""
+        return getattr(self._get_path(key), "_is_non_tensor", False)
+
+    def non_tensor_items(self, include_nested: bool = False) -> list[tuple[NestedKey, Any]]:
+        """``(key, NonTensorData)`` pairs."""
+        return [
+            (k, v) for k, v in self.items(include_nested, leaves_only=True)
+            if getattr(v, "_is_non_tensor", False)
+        ]
+
+    def get_item_shape(self, key: NestedKey) -> torch.Size:
+        """The shape of the entry at ``key`` (batch size for collections)."""
+        value = self._get_path(key)
+        return value.batch_size if is_tensor_collection(value) else value.shape
+
+    def entry_class(self, key: NestedKey) -> type:
+        """The class of the entry at ``key``."""
+        return type(self._get_path(key))
+
+    def keys(self, include_nested: bool = False, leaves_only: bool = False,
+             is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False
+             ) -> TensorDictKeysView:
+        """A live view of the keys (nested ones as tuples with ``include_nested``)."""
+        return TensorDictKeysView(self, include_nested, leaves_only, is_leaf, sort)
+
+    def values(self, include_nested: bool = False, leaves_only: bool = False,
+               is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False
+               ) -> TensorDictValuesView:
+        """The values matching :meth:`keys` with the same flags."""
+        return TensorDictValuesView(self.keys(include_nested, leaves_only, is_leaf, sort=sort))
+
+    def items(self, include_nested: bool = False, leaves_only: bool = False,
+              is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False
+              ) -> TensorDictItemsView:
+        """``(key, value)`` pairs matching :meth:`keys` with the same flags."""
+        return TensorDictItemsView(self.keys(include_nested, leaves_only, is_leaf, sort=sort))
+
+    @property
+    def sorted_keys(self) -> list[str]:
+        """The top-level keys in alphabetical order."""
+        return sorted(self._keys_str())
+
+    def is_empty(self) -> bool:
+        """True if no tensor or non-tensor leaf is stored (empty sub-TensorDicts aside)."""
+        return next(iter(self.keys(True, True)), None) is None
+
+    def depth(self) -> int:
+        """The maximum nesting depth of the leaves (0 for a flat TensorDict)."""
+        return max((len(k) - 1 if isinstance(k, tuple) else 0
+                    for k in self.keys(True, True)), default=0)
+
+    # -- writing -------------------------------------------------------------------------
+    def set(self, key: NestedKey, item: Any, inplace: bool = False, *,
+            non_blocking: bool = False, **kwargs: Any) -> Any:
+        """Write ``item`` at ``key``, creating intermediate levels; returns self.
+
+        With ``inplace=True`` an existing entry is overwritten in its storage.
+        """
+        if key.__class__ is str:
+            return self._set_str(key, item, inplace=inplace, validated=False,
+                                 non_blocking=non_blocking)
+        path = unravel_key_to_tuple(key)
+        parent = self._parent_of(path, create=True) if len(path) > 1 else self
+        parent._set_str(path[-1], item, inplace=inplace, validated=False,
+                        non_blocking=non_blocking)
+        return self
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if key.__class__ is str:
+            self._set_str(key, value, inplace=False, validated=False)
+        elif key.__class__ is tuple and key and all(isinstance(k, (str, tuple)) for k in key):
+            self.set(key, value)
+        else:
+            self._set_at_index(key, value)
+
+    def set_(self, key: NestedKey, item: Any, *, non_blocking: bool = False) -> Any:
+        """Copy ``item`` into the existing entry ``key`` (KeyError if absent).
+
+        Allowed on locked TensorDicts.
+        """
+        path = unravel_key_to_tuple(key)
+        parent = self._parent_of(path, create=False)
+        if parent._get_str(path[-1], None) is None:
+            raise errors.missing_key(path[-1], list(parent._keys_str()), path[:-1])
+        parent._set_str(path[-1], item, inplace=True, validated=False, non_blocking=non_blocking)
+        return self
+
+    def set_non_tensor(self, key: NestedKey, value: Any) -> Any:
+        """Store ``value`` as non-tensor data, whatever its type."""
+        path = unravel_key_to_tuple(key)
+        parent = self._parent_of(path, create=True)
+        data = NonTensorData(value, batch_size=parent.batch_size, device=parent.device)
+        parent._set_str(path[-1], data, inplace=False, validated=True)
+        return self
+
+    def setdefault(self, key: NestedKey, default: Any = None) -> Any:
+        """The value at ``key``; ``default`` is written there first if it is missing."""
+        if key not in self:
+            self.set(key, default)
+        return self[key]
+
+    def __delitem__(self, key: NestedKey) -> None:
+        self.del_(key)
+
+    def del_(self, key: NestedKey) -> Any:
+        """Delete the (nested) entry ``key``; returns self."""
+        path = unravel_key_to_tuple(key)
+        self._parent_of(path, create=False)._del_str(path[-1])
+        return self
+
+    def pop(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
+        """Remove ``key`` and return its stored value (or ``default`` if missing)."""
+        value = self._get_path(key, default if default is not NO_DEFAULT else NO_DEFAULT)
+        if key in self:
+            self.del_(key)
+        return value
+
+    def popitem(self) -> tuple[str, Any]:
+        """Remove and return the last top-level ``(key, value)`` pair."""
+        keys = list(self._keys_str())
+        if not keys:
+            raise KeyError("popitem(): TensorDict is empty")
+        value = self._get_str(keys[-1])
+        self._del_str(keys[-1])
+        return keys[-1], value
+
+    def clear(self) -> Any:
+        """Remove every entry; returns self."""
+        for key in list(self._keys_str()):
+            self._del_str(key)
+        return self
+
+    def update(self, input_dict_or_td: Mapping[NestedKey, Any] | TensorDictBase,
+               clone: bool = False, inplace: bool = False, *,
+               keys_to_update: Sequence[NestedKey] | None = None,
+               non_blocking: bool = False, is_leaf: Any = None, update_batch_size: bool = False,
+               ignore_lock: bool = False) -> Any:
+        """Write every entry of ``input_dict_or_td`` (sub-TensorDicts are merged).
+
+        Validates everything first: on error nothing has been written.
+
+        >>> td = TensorDict({"a": {"b": torch.zeros(())}})
+        >>> td.update({"a": {"c": torch.ones(())}})
+        TensorDict(batch_size=[], fields={a: {b: f32[], c: f32[]}})
+        """
+        allowed = None
+        if keys_to_update is not None:
+            allowed = {unravel_key_to_tuple(k) for k in keys_to_update}
+        writes = self._plan_update(input_dict_or_td, (), allowed, clone)
+        for parent_path, key, value in writes:
+            parent = self._parent_of(parent_path + (key,), create=True)
+            parent._set_str(key, value, inplace=inplace, validated=True, non_blocking=non_blocking)
+        return self
+
+    def _plan_update(self, source: Any, prefix: tuple[str, ...],
+                     allowed: set[tuple[str, ...]] | None, clone: bool
+                     ) -> list[tuple[tuple[str, ...], str, Any]]:
+        """Validated ``(parent path, key, value)`` writes for :meth:`update`."""
+        items = source.items() if isinstance(source, (Mapping, TensorDictBase)) else source
+        writes: list[tuple[tuple[str, ...], str, Any]] = []
+        for key, value in items:
+            path = prefix + unravel_key_to_tuple(key)
+            if allowed is not None and not any(path[: len(a)] == a or a[: len(path)] == path
+                                               for a in allowed):
+                continue
+            target = self._get_path(path, None)
+            nested_source = isinstance(value, Mapping) or (
+                isinstance(value, TensorDictBase) and not getattr(value, "_is_non_tensor", False))
+            if nested_source and isinstance(target, TensorDictBase) and not getattr(
+                    target, "_is_non_tensor", False):
+                writes += self._plan_update(value, path, allowed, clone)
+                continue
+            if allowed is not None and path not in allowed and not any(
+                    path[: len(a)] == a for a in allowed):
+                continue
+            parent = self._planned_parent(path)
+            if clone and isinstance(value, torch.Tensor):
+                value = value.clone()
+            writes.append((path[:-1], path[-1], parent._validate_value(value, path[-1])))
+        return writes
+
+    def _planned_parent(self, path: tuple[str, ...]) -> Any:
+        """The existing parent of ``path`` or, if it does not exist yet, a stand-in."""
+        node: Any = self
+        for part in path[:-1]:
+            child = node._get_str(part, None)
+            if child is None:
+                return node._empty_child()
+            if not isinstance(child, TensorDictBase):
+                raise errors.KeyThroughLeafError(
+                    f"{part!r} is a {type(child).__name__}, not a TensorDict (writing {path!r})."
+                )
+            node = child
+        return node
+
+    def update_(self, input_dict_or_td: Mapping[NestedKey, Any] | TensorDictBase,
+                clone: bool = False, *, non_blocking: bool = False,
+                keys_to_update: Sequence[NestedKey] | None = None) -> Any:
+        """Copy every entry of the input into the existing entries (KeyError if absent)."""
+        source = input_dict_or_td
+        for key, value in list(_flat_items(source)):
+            if keys_to_update is not None and unravel_key(key) not in [
+                    unravel_key(k) for k in keys_to_update]:
+                continue
+            self._get_path(key)  # raises KeyError naming the missing key
+        for key, value in _flat_items(source):
+            if keys_to_update is not None and unravel_key(key) not in [
+                    unravel_key(k) for k in keys_to_update]:
+                continue
+            self.set_(key, value.clone() if clone else value, non_blocking=non_blocking)
+        return self
+
+    def update_at_(self, input_dict_or_td: Mapping[NestedKey, Any] | TensorDictBase,
+                   idx: Any, clone: bool = False, *, non_blocking: bool = False) -> Any:
+        """Write the entries of the input into the existing leaves at index ``idx``."""
+        for key, value in _flat_items(input_dict_or_td):
+            self._get_path(key)[idx] = value.clone() if clone else value
+        return self
+
+    # -- copies and selections ------------------------------------------------------------
+    def copy(self) -> Any:
+        """A shallow copy: new structure, same tensors."""
+        return self.clone(recurse=False)
+
+    def __copy__(self) -> Any:
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self.clone()
+
+    def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> Any:
+        """A TensorDict with only ``keys`` (KeyError for a missing key unless
+        ``strict=False``)."""
+        paths = [unravel_key_to_tuple(k) for k in keys]
+        if strict:
+            for path in paths:
+                self._get_path(path)
+
+        def rule(path: tuple[str, ...], value: Any) -> str:
+            if any(path[: len(p)] == p for p in paths):
+                return "keep"
+            return "descend" if any(p[: len(path)] == path for p in paths) else "drop"
+
+        result = self._filtered(rule)
+        return self._replace_contents(result) if inplace else result
+
+    def exclude(self, *keys: NestedKey, inplace: bool = False) -> Any:
+        """A TensorDict without ``keys``."""
+        paths = [unravel_key_to_tuple(k) for k in keys]
+
+        def rule(path: tuple[str, ...], value: Any) -> str:
+            if any(path[: len(p)] == p for p in paths):
+                return "drop"
+            return "descend" if any(p[: len(path)] == path for p in paths) else "keep"
+
+        result = self._filtered(rule)
+        return self._replace_contents(result) if inplace else result
+
+    def _filtered(self, rule: Callable[[tuple[str, ...], Any], str],
+                  prefix: tuple[str, ...] = ()) -> Any:
+        """A shallow copy; ``rule(path, value)`` says "keep", "descend" or "drop"."""
+        out = self._empty_like_self()
+        for key in self._keys_str():
+            path = prefix + (key,)
+            value = self._get_str(key)
+            verdict = rule(path, value)
+            if verdict == "descend" and _is_node(value):
+                value = value._filtered(rule, path)
+            elif verdict != "keep":
+                continue
+            out._set_str(key, value, inplace=False, validated=True)
+        return out
+
+    def _empty_like_self(self) -> Any:
+        from tensordict._td import TensorDict
+
+        return TensorDict._new_unsafe({}, self.batch_size, self.device,
+                                      getattr(self, "_names", None))
+
+    def _replace_contents(self, other: Any) -> Any:
+        for key in list(self._keys_str()):
+            if key not in other._keys_str():
+                self._del_str(key)
+        for key in other._keys_str():
+            self._set_str(key, other._get_str(key), inplace=False, validated=True)
+        return self
+
+    def split_keys(self, *key_sets: Iterable[NestedKey], inplace: bool = False,
+                   default: Any = NO_DEFAULT, strict: bool = True) -> tuple[Any, ...]:
+        """One TensorDict per key set, plus one with the remaining keys."""
+        parts = [self.select(*keys, strict=strict) for keys in key_sets]
+        used = [k for keys in key_sets for k in keys]
+        rest = self.exclude(*used)
+        if inplace:
+            self._replace_contents(rest)
+        return (*parts, rest)
+
+    def separates(self, *keys: NestedKey, default: Any = NO_DEFAULT) -> Any:
+        """Pop ``keys`` into a new TensorDict."""
+        out = self.select(*keys, strict=default is NO_DEFAULT)
+        for key in keys:
+            if key in self:
+                self.del_(key)
+        return out
+
+    def rename_key_(self, old_key: NestedKey, new_key: NestedKey, safe: bool = False) -> Any:
+        """Move the entry at ``old_key`` to ``new_key``; returns self."""
+        if safe and new_key in self:
+            raise KeyError(f"key {unravel_key(new_key)!r} already exists")
+        if self.is_locked:
+            raise errors.locked("rename an entry of a")
+        value = self._get_path(old_key)
+        self.del_(old_key)
+        path = unravel_key_to_tuple(new_key)
+        self._parent_of(path, create=True)._set_str(path[-1], value, inplace=False, validated=True)
+        return self
+
+    def rename_keys(self, mapping: Mapping[NestedKey, NestedKey]) -> Any:
+        """A copy with keys renamed by ``mapping``."""
+        out = self.copy()
+        for old, new in mapping.items():
+            out.rename_key_(old, new)
+        return out
+
+    def replace(self, *args: Any, **kwargs: Any) -> Any:
+        """A shallow copy with some entries replaced (like ``dataclasses.replace``)."""
+        out = self.copy()
+        out.update(dict(*args, **kwargs))
+        return out
+
+    def create_nested(self, key: NestedKey) -> Any:
+        """Insert an empty sub-TensorDict at ``key``; returns self."""
+        path = unravel_key_to_tuple(key)
+        parent = self._parent_of(path, create=True)
+        parent._set_str(path[-1], parent._empty_child(), inplace=False, validated=True)
+        return self
+
+    def flatten_keys(self, separator: str = KEY_SEPARATOR, inplace: bool = False,
+                     is_leaf: Any = None) -> Any:
+        """Nested entries as top-level keys joined with ``separator``."""
+        out = self._empty_like_self()
+        for key, value in self.items(True, True, is_leaf=is_leaf):
+            name = separator.join(key) if isinstance(key, tuple) else key
+            if name in out._keys_str():
+                raise KeyError(f"flatten_keys: key {name!r} would appear twice")
+            out._set_str(name, value, inplace=False, validated=True)
+        return self._replace_contents(out) if inplace else out
+
+    def unflatten_keys(self, separator: str = KEY_SEPARATOR, inplace: bool = False) -> Any:
+        """Keys containing ``separator`` split into nested entries."""
+        out = self._empty_like_self()
+        for key in self._keys_str():
+            value = self._get_str(key)
+            if _is_node(value):
+                value = value.unflatten_keys(separator)
+            path = tuple(key.split(separator)) if separator in key else (key,)
+            parent = out._parent_of(path, create=True)
+            existing = parent._get_str(path[-1], None)
+            if isinstance(existing, TensorDictBase) and isinstance(value, TensorDictBase):
+                existing.update(value)
+            else:
+                parent._set_str(path[-1], value, inplace=False, validated=True)
+        return self._replace_contents(out) if inplace else out
+
+    def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT,
+              names: Any = None) -> Any:
+        """A TensorDict with no leaves (keeping the sub-TensorDict structure with
+        ``recurse=True``)."""
+        from tensordict._td import TensorDict
+
+        out = TensorDict._new_unsafe(
+            {}, self.batch_size if batch_size is None else as_size(batch_size),
+            self.device if device is NO_DEFAULT else device, getattr(self, "_names", None))
+        if recurse:
+            for key in self._keys_str():
+                value = self._get_str(key)
+                if _is_node(value):
+                    out._set_str(key, value.empty(recurse=True), inplace=False, validated=True)
+                elif getattr(value, "_is_non_tensor", False):
+                    out._set_str(key, value, inplace=False, validated=True)
+        return out
+
+    def filter_non_tensor_data(self) -> Any:
+        """A copy without non-tensor entries."""
+        return self._filtered(
+            lambda path, value: "descend" if _is_node(value) else
+            ("drop" if getattr(value, "_is_non_tensor", False) else "keep"))
+
+    def filter_empty_(self) -> Any:
+        """Drop sub-TensorDicts that hold no leaves; returns self."""
+        for key in list(self._keys_str()):
+            value = self._get_str(key)
+            if _is_node(value):
+                if value.filter_empty_().is_empty():
+                    self._del_str(key)
+        return self
+
+    def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> dict[str, Any]:
+        """A nested dict of the entries (non-tensor data unwrapped)."""
+        out: dict[str, Any] = {}
+        for key in self._keys_str():
+            value = self._get_str(key)
+            if _is_node(value):
+                out[key] = value.to_dict(retain_none=retain_none, convert_tensors=convert_tensors)
+            else:
+                value = unwrap_non_tensor(value)
+                if value is None and not retain_none:
+                    continue
+                out[key] = value.tolist() if convert_tensors and isinstance(value, torch.Tensor) else value
+        return out
+
+    def tolist(self, *, convert_nodes: bool = True, convert_tensors: bool = False) -> Any:
+        """Nested lists over the batch dims, each element a dict of its entries."""
+        if not self.batch_size:
+            return self.to_dict(convert_tensors=convert_tensors) if convert_nodes else self
+        return [td.tolist(convert_nodes=convert_nodes, convert_tensors=convert_tensors)
+                for td in self.unbind(0)]
+
+    # -- locking --------------------------------------------------------------------------
+    def lock_(self) -> Any:
+        """Lock this TensorDict and its sub-TensorDicts; returns self.
+
+        Used as ``with td.lock_():`` it unlocks again on exit.
+        """
+        self._push_exit(self.unlock_ if not self.is_locked else None)
+        self._propagate_lock(True)
+        return self
+
+    def unlock_(self) -> Any:
+        """Unlock this TensorDict and its sub-TensorDicts; returns self.
+
+        ``with td.unlock_(): ...`` locks it again on exit.
+        """
+        self._push_exit(self.lock_ if self.is_locked else None)
+        self._propagate_lock(False)
+        return self
+
+    def _push_exit(self, action: Callable[[], Any] | None) -> None:
+        stack = getattr(self, "_exit_stack", None)
+        if stack is None:
+            return
+        stack.append(action)
+        del stack[:-8]  # only the latest calls can still be exited
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        stack = getattr(self, "_exit_stack", None)
+        if stack:
+            action = stack.pop()
+            if action is not None:
+                action()
+                stack.pop()  # the action itself pushed an exit entry
+
+    # -- batch size and device helpers -------------------------------------------------------
+    def auto_batch_size_(self, batch_dims: int | None = None) -> Any:
+        """Set the batch size to the largest leading shape common to every entry."""
+        shapes = [
+            (v.batch_size if is_tensor_collection(v) else v.shape)
+            for v in (self._get_str(k) for k in self._keys_str())
+            if not getattr(v, "_is_non_tensor", False)
+        ]
+        for key in self._keys_str():
+            value = self._get_str(key)
+            if _is_node(value):
+                value.auto_batch_size_()
+        shapes = [
+            (v.batch_size if is_tensor_collection(v) else v.shape)
+            for v in (self._get_str(k) for k in self._keys_str())
+            if not getattr(v, "_is_non_tensor", False)
+        ] or shapes
+        common: list[int] = []
+        if shapes:
+            for sizes in zip(*shapes):
+                if any(s != sizes[0] for s in sizes):
+                    break
+                common.append(sizes[0])
+        if batch_dims is not None:
+            common = common[:batch_dims]
+        self.batch_size = torch.Size(common)
+        return self
+
+    def clear_device_(self) -> Any:
+        """Forget the device (sub-TensorDicts too); returns self."""
+        self._device = None
+        for key in self._keys_str():
+            value = self._get_str(key)
+            if isinstance(value, TensorDictBase):
+                value.clear_device_()
+        return self
+
+    # -- dim names ------------------------------------------------------------------------
+    def refine_names(self, *names: str) -> Any:
+        """Name the unnamed dims (``...`` keeps the existing names); returns self."""
+        current = self.names
+        if Ellipsis in names:
+            position = names.index(Ellipsis)
+            fill = current[position: len(current) - (len(names) - position - 1)]
+            names = names[:position] + tuple(fill) + names[position + 1:]
+        for old, new in zip(current, names):
+            if old is not None and new is not None and old != new:
+                raise RuntimeError(f"cannot rename dim {old!r} to {new!r} with refine_names")
+        self.names = [old if new is None else new for old, new in zip(current, names)]
+        return self
+
+    def rename(self, *names: str | None, **rename_map: str) -> Any:
+        """A shallow copy with new dim names."""
+        out = self.copy()
+        return out.rename_(*names, **rename_map)
+
+    def rename_(self, *names: str | None, **rename_map: str) -> Any:
+        """Set the dim names (positionally, or old-name=new-name); returns self."""
+        if names and rename_map:
+            raise ValueError("pass names either positionally or as a mapping, not both")
+        if names:
+            self.names = list(names) if not (len(names) == 1 and names[0] is None) else None
+        else:
+            current = self.names
+            missing = set(rename_map) - set(n for n in current if n is not None)
+            if missing:
+                raise ValueError(f"no dim named {sorted(missing)}; names are {current}")
+            self.names = [rename_map.get(n, n) if n is not None else None for n in current]
+        return self
+
+    # -- construction helpers ---------------------------------------------------------------
+    @classmethod
+    def fromkeys(cls, keys: Iterable[NestedKey], value: Any = 0) -> Any:
+        """A TensorDict with ``value`` at each (nested) key.
+
+        >>> TensorDict.fromkeys(["a", ("b", "c")], 0)
+        TensorDict(batch_size=[], fields={a: i64[], b: {c: i64[]}})
+        """
+        from tensordict._td import TensorDict
+
+        out = TensorDict()
+        for key in keys:
+            out.set(key, value)
+        return out
+
+
+def _is_node(value: Any) -> bool:
+    """Whether ``value`` is a sub-TensorDict (not a leaf, not non-tensor data)."""
+    return isinstance(value, TensorDictBase) and not getattr(value, "_is_non_tensor", False)
+
+
+def _flat_items(source: Any) -> Iterable[tuple[NestedKey, Any]]:
+    if isinstance(source, TensorDictBase):
+        return source.items(True, True)
+    out: list[tuple[NestedKey, Any]] = []
+    for key, value in source.items():
+        if isinstance(value, Mapping):
+            out += [((key, *unravel_key_to_tuple(k)), v) for k, v in _flat_items(value)]
+        else:
+            out.append((key, value))
+    return out

@@ -1,0 +1,128 @@
+"""Batch sizes, devices and indices: normalising them and predicting result shapes.
+
+Example:
+    >>> import torch
+    >>> idx = normalize_index((..., slice(0, 2)), torch.Size([3, 4]))
+    >>> idx
+    (slice(None, None, None), slice(0, 2, None))
+    >>> indexed_batch_size(torch.Size([3, 4]), idx)
+    torch.Size([3, 2])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+_SIMPLE = (int, slice, type(None))
+
+
+def as_size(batch_size: Any) -> torch.Size:
+    """``batch_size`` (None, an int, a sequence or a torch.Size) as a torch.Size."""
+    if batch_size.__class__ is torch.Size:
+        return batch_size
+    if batch_size is None:
+        return torch.Size()
+    if isinstance(batch_size, (int, np.integer)):
+        return torch.Size([int(batch_size)])
+    if isinstance(batch_size, torch.Tensor):
+        return torch.Size(batch_size.tolist() if batch_size.ndim else [int(batch_size)])
+    try:
+        return torch.Size(batch_size)
+    except TypeError as err:
+        raise TypeError(f"batch_size must be an int or a sequence of ints, got {batch_size!r}") from err
+
+
+def as_device(device: Any) -> torch.device | None:
+    """``device`` as a torch.device (``"cuda"`` gets its current index), or None."""
+    if device is None or device.__class__ is torch.device and device.index is not None:
+        return device
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+def _as_index_part(part: Any) -> Any:
+    if isinstance(part, (list, np.ndarray)):
+        return torch.as_tensor(np.asarray(part) if isinstance(part, list) else part)
+    if isinstance(part, range):
+        return torch.arange(part.start, part.stop, part.step)
+    if isinstance(part, np.integer):
+        return int(part)
+    if isinstance(part, np.bool_):
+        return bool(part)
+    return part
+
+
+def _dims_consumed(part: Any) -> int:
+    if part is None or part is Ellipsis:
+        return 0
+    if isinstance(part, torch.Tensor) and part.dtype is torch.bool:
+        return max(part.ndim, 1)
+    if part is True or part is False:
+        return 0
+    return 1
+
+
+def normalize_index(index: Any, batch_size: torch.Size) -> tuple[Any, ...]:
+    """``index`` as a tuple that addresses only batch dims (``...`` expanded).
+
+    Lists and arrays become tensors. Raises IndexError when the index uses more dims
+    than the batch has.
+    """
+    parts = index if isinstance(index, tuple) else (index,)
+    parts = tuple(_as_index_part(p) for p in parts)
+    used = sum(_dims_consumed(p) for p in parts)
+    ndim = len(batch_size)
+    if used > ndim:
+        raise IndexError(
+            f"too many indices for a TensorDict of batch size {batch_size}: "
+            f"index {index!r} addresses {used} dims"
+        )
+    if Ellipsis in [p for p in parts if not isinstance(p, torch.Tensor)]:
+        position = next(i for i, p in enumerate(parts) if p is Ellipsis)
+        fill = (slice(None),) * (ndim - used)
+        rest = tuple(p for p in parts[position + 1:] if p is not Ellipsis)
+        parts = parts[:position] + fill + rest
+    return parts
+
+
+def indexed_batch_size(batch_size: torch.Size, index: Any) -> torch.Size:
+    """The batch size that indexing a batch of ``batch_size`` with ``index`` gives."""
+    parts = normalize_index(index, batch_size)
+    if all(p.__class__ in _SIMPLE for p in parts):
+        out: list[int] = []
+        dim = 0
+        for part in parts:
+            if part is None:
+                out.append(1)
+                continue
+            size = batch_size[dim]
+            if part.__class__ is int:
+                if not -size <= part < size:
+                    raise IndexError(
+                        f"index {part} is out of bounds for dim {dim} of batch size {batch_size}"
+                    )
+            else:
+                out.append(len(range(*part.indices(size))))
+            dim += 1
+        return torch.Size(out + list(batch_size[dim:]))
+    device = next((p.device for p in parts if isinstance(p, torch.Tensor)), None)
+    dummy = torch.zeros((), dtype=torch.uint8, device=device).expand(batch_size)
+    return dummy[parts].shape
+
+
+def expand_size(shape: Sequence[int], batch_size: torch.Size) -> torch.Size:
+    """``shape`` with ``-1`` entries replaced by the matching dims of ``batch_size``."""
+    shape = list(shape)
+    offset = len(shape) - len(batch_size)
+    for i, size in enumerate(shape):
+        if size == -1:
+            if i < offset:
+                raise RuntimeError(f"cannot use -1 for a new leading dim in expand({shape})")
+            shape[i] = batch_size[i - offset]
+    return torch.Size(shape)

@@ -1,0 +1,353 @@
+"""TensorDict: a dict of tensors sharing leading batch dims, stored in a plain dict.
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"obs": torch.zeros(3, 4), "next": {"reward": torch.ones(3, 1)}},
+    ...                 batch_size=[3])
+    >>> td["next", "reward"].shape, td[0].batch_size
+    (torch.Size([3, 1]), torch.Size([]))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from numbers import Number
+from typing import Any
+
+import numpy as np
+import torch
+
+from tensordict import errors
+from tensordict._base import NO_DEFAULT, TensorDictBase, is_tensor_collection
+from tensordict._compare import CompareMixin
+from tensordict._device import DeviceMixin
+from tensordict._dict_api import DictMixin
+from tensordict._nested_key import NestedKey
+from tensordict._nontensor import NonTensorData, NonTensorStack, unwrap_non_tensor
+from tensordict._options import list_to_stack
+from tensordict._repr import tensordict_repr
+from tensordict._shapes import as_device, as_size, indexed_batch_size, normalize_index
+from tensordict._traverse import TraverseMixin
+
+_Tensor = torch.Tensor
+
+
+class TensorDict(DictMixin, TraverseMixin, DeviceMixin, CompareMixin, TensorDictBase):
+    """A dictionary of tensors that behaves like a tensor of shape ``batch_size``.
+
+    Args:
+        source: a mapping (nested mappings become nested TensorDicts; tuple keys are
+            nested keys) or a TensorDict. Keyword arguments are entries too.
+        batch_size: the leading dims every entry shares (an int, a sequence or a
+            ``torch.Size``; ``None`` means ``[]``, ``"auto"`` infers the largest common
+            leading shape).
+        device: if given, every value written is moved there.
+        names: one name (or None) per batch dim.
+        non_blocking: passed to the device moves of the values.
+        lock: lock the result (see :meth:`lock_`).
+
+    >>> td = TensorDict(a=torch.zeros(3, 4), b="text", batch_size=[3])
+    >>> td
+    TensorDict(batch_size=[3], fields={a: f32[4], b: str})
+    """
+
+    __slots__ = ("_tensordict", "_batch_size", "_device", "_names", "_is_locked",
+                 "_exit_stack", "__weakref__")
+
+    def __init__(
+        self,
+        source: Mapping[NestedKey, Any] | TensorDictBase | None = None,
+        batch_size: Sequence[int] | torch.Size | int | str | None = None,
+        device: torch.device | str | int | None = None,
+        names: Sequence[str | None] | None = None,
+        non_blocking: bool | None = None,
+        lock: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if source is not None and kwargs:
+            raise TypeError("give the entries either as a mapping or as keyword arguments, not both")
+        auto = isinstance(batch_size, str)
+        if auto and batch_size != "auto":
+            raise ValueError(f"batch_size must be a size or 'auto', got {batch_size!r}")
+        if batch_size is None and isinstance(source, TensorDictBase):
+            batch_size = source.batch_size
+        self._tensordict: dict[str, Any] = {}
+        self._batch_size = torch.Size() if auto else as_size(batch_size)
+        self._device = as_device(device)
+        self._names: tuple[str | None, ...] | None = None
+        self._is_locked = False
+        self._exit_stack: list[Any] = []
+        entries = kwargs if source is None else source
+        if not isinstance(entries, (Mapping, TensorDictBase)):
+            raise TypeError(f"TensorDict source must be a mapping, got {type(entries).__name__}")
+        for key, value in entries.items():
+            if key.__class__ is str:
+                self._set_str(key, value, inplace=False, validated=False,
+                              non_blocking=bool(non_blocking))
+            else:
+                self.set(key, value, non_blocking=bool(non_blocking))
+        if auto:
+            self.auto_batch_size_()
+        if names is not None:
+            self.names = names
+        if lock:
+            self.lock_()
+
+    @classmethod
+    def _new_unsafe(
+        cls,
+        source: dict[str, Any],
+        batch_size: torch.Size,
+        device: torch.device | None = None,
+        names: tuple[str | None, ...] | None = None,
+    ) -> TensorDict:
+        """Wrap already-validated entries without checking them (internal fast path)."""
+        self = object.__new__(TensorDict)
+        self._tensordict = source
+        self._batch_size = batch_size
+        self._device = device
+        self._names = names
+        self._is_locked = False
+        self._exit_stack = []
+        return self
+
+    # -- metadata ----------------------------------------------------------------------
+    @property
+    def batch_size(self) -> torch.Size:
+        """The leading dims shared by every entry (settable when compatible)."""
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: Sequence[int] | torch.Size | int) -> None:
+        new = as_size(value)
+        for key, entry in self._tensordict.items():
+            shape = entry.batch_size if is_tensor_collection(entry) else entry.shape
+            if shape[: len(new)] != new:
+                if getattr(entry, "_is_non_tensor", False) and len(shape) <= len(new):
+                    continue
+                raise RuntimeError(
+                    f"cannot set batch_size to {new}: entry {key!r} has shape {shape}"
+                )
+        for key, entry in self._tensordict.items():
+            if getattr(entry, "_is_non_tensor", False):
+                self._tensordict[key] = entry._rebatch(new)
+        self._batch_size = new
+        if self._names is not None and len(self._names) != len(new):
+            self._names = None
+
+    @property
+    def device(self) -> torch.device | None:
+        """The device every value is moved to on write, or None (mixed devices)."""
+        return self._device
+
+    @device.setter
+    def device(self, value: Any) -> None:
+        raise RuntimeError("set the device with `td.to(device)` or `td.clear_device_()`")
+
+    @property
+    def names(self) -> list[str | None]:
+        """One name (or None) per batch dim."""
+        if self._names is None:
+            return [None] * len(self._batch_size)
+        return list(self._names)
+
+    @names.setter
+    def names(self, value: Sequence[str | None] | None) -> None:
+        if value is None:
+            self._set_names(None)
+            return
+        value = tuple(value)
+        if len(value) != len(self._batch_size):
+            raise ValueError(
+                f"{len(value)} names given for a batch size of {len(self._batch_size)} dims"
+            )
+        named = [n for n in value if n is not None]
+        if len(named) != len(set(named)):
+            raise ValueError(f"dim names must be unique, got {list(value)}")
+        self._set_names(value if named else None)
+
+    def _set_names(self, names: tuple[str | None, ...] | None) -> None:
+        self._names = names
+        for entry in self._tensordict.values():
+            if isinstance(entry, TensorDict):
+                extra = entry.names[len(self._batch_size):]
+                entry._set_names(None if names is None else names + tuple(extra))
+
+    @property
+    def is_locked(self) -> bool:
+        """Whether entries can be added, removed or replaced."""
+        return self._is_locked
+
+    @is_locked.setter
+    def is_locked(self, value: bool) -> None:
+        self.lock_() if value else self.unlock_()
+
+    def _propagate_lock(self, locked: bool) -> None:
+        self._is_locked = locked
+        for entry in self._tensordict.values():
+            if isinstance(entry, TensorDictBase):
+                entry._propagate_lock(locked)
+
+    # -- reading -----------------------------------------------------------------------
+    def _keys_str(self) -> Iterator[str]:
+        return iter(self._tensordict)
+
+    def _get_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
+        try:
+            return self._tensordict[key]
+        except KeyError:
+            if default is NO_DEFAULT:
+                raise errors.missing_key(key, self._tensordict) from None
+            return default
+
+    def __getitem__(self, index: Any) -> Any:
+        if index.__class__ is str:
+            try:
+                value = self._tensordict[index]
+            except KeyError:
+                raise errors.missing_key(index, self._tensordict) from None
+            if value.__class__ is _Tensor or not getattr(value, "_is_non_tensor", False):
+                return value
+            return unwrap_non_tensor(value)
+        if index.__class__ is tuple and index and all(isinstance(k, (str, tuple)) for k in index):
+            return unwrap_non_tensor(self._get_path(index, NO_DEFAULT))
+        return self._index(index)
+
+    # -- writing -----------------------------------------------------------------------
+    def _set_str(
+        self,
+        key: str,
+        value: Any,
+        *,
+        inplace: bool,
+        validated: bool,
+        non_blocking: bool = False,
+    ) -> TensorDict:
+        if not validated:
+            value = self._validate_value(value, key, non_blocking)
+        present = self._tensordict.get(key)
+        if inplace and present is not None:
+            if isinstance(present, _Tensor) and isinstance(value, _Tensor):
+                if present is not value:
+                    present.copy_(value, non_blocking=non_blocking)
+                return self
+            if isinstance(present, TensorDictBase) and isinstance(value, TensorDictBase):
+                present.update_(value)
+                return self
+        if self._is_locked:
+            raise errors.locked()
+        self._tensordict[key] = value
+        return self
+
+    def _validate_value(self, value: Any, key: str, non_blocking: bool = False) -> Any:
+        """``value`` as it will be stored under ``key``; raises if it does not fit."""
+        if isinstance(value, _Tensor):
+            device = self._device
+            if device is not None and value.device != device:
+                value = value.to(device, non_blocking=non_blocking)
+            batch_size = self._batch_size
+            if batch_size and value.shape[: len(batch_size)] != batch_size:
+                raise errors.batch_mismatch(key, value.shape, batch_size)
+            return value
+        return self._convert_value(value, key, non_blocking)
+
+    def _convert_value(self, value: Any, key: str, non_blocking: bool) -> Any:
+        batch_size, device = self._batch_size, self._device
+        if is_tensor_collection(value):
+            return self._fit_collection(value, key, non_blocking)
+        if isinstance(value, Mapping):
+            return TensorDict(value, batch_size=batch_size, device=device,
+                              names=self._names, non_blocking=non_blocking)
+        if isinstance(value, (Number, np.ndarray, np.generic)) and not isinstance(value, str):
+            return self._validate_value(torch.as_tensor(value, device=device), key)
+        if isinstance(value, (list, tuple)):
+            return self._convert_sequence(value, key)
+        return NonTensorData(value, batch_size=batch_size, device=device, names=self._names)
+
+    def _convert_sequence(self, value: list[Any] | tuple[Any, ...], key: str) -> Any:
+        batch_size, device = self._batch_size, self._device
+        if value and all(isinstance(v, _Tensor) for v in value):
+            return self._validate_value(torch.stack(list(value)), key)
+        try:
+            tensor = torch.as_tensor(value, device=device)
+        except (TypeError, ValueError, RuntimeError):
+            if batch_size and list_to_stack() and len(value) == batch_size[0]:
+                return NonTensorStack.from_list(value, batch_size, device)
+            return NonTensorData(value, batch_size=batch_size, device=device)
+        return self._validate_value(tensor, key)
+
+    def _fit_collection(self, value: Any, key: str, non_blocking: bool) -> Any:
+        batch_size = self._batch_size
+        value_size = value.batch_size
+        n = len(batch_size)
+        if value_size[:n] == batch_size:
+            if self._device is not None and value.device != self._device:
+                value = value.to(self._device, non_blocking=non_blocking)
+            return value
+        if len(value_size) < n and batch_size[: len(value_size)] == value_size:
+            if getattr(value, "_is_non_tensor", False) and isinstance(value, NonTensorData):
+                return value._rebatch(batch_size)
+            widened = value.copy()
+            try:
+                widened.batch_size = batch_size
+            except RuntimeError:
+                raise errors.batch_mismatch(key, value_size, batch_size) from None
+            return self._fit_collection(widened, key, non_blocking)
+        raise errors.batch_mismatch(key, value_size, batch_size)
+
+    def _del_str(self, key: str) -> None:
+        if self._is_locked:
+            raise errors.locked("delete an entry of a")
+        try:
+            del self._tensordict[key]
+        except KeyError:
+            raise errors.missing_key(key, self._tensordict) from None
+
+    # -- indexing ----------------------------------------------------------------------
+    def _index(self, index: Any) -> TensorDict:
+        parts = normalize_index(index, self._batch_size)
+        batch_size = indexed_batch_size(self._batch_size, parts)
+        if len(parts) == 1:
+            parts = parts[0]
+        names = self._indexed_names(parts)
+        return self._apply_nest(lambda x: x[parts], batch_size=batch_size, names=names)
+
+    def _indexed_names(self, parts: Any) -> tuple[str | None, ...] | None:
+        if self._names is None:
+            return None
+        parts = parts if isinstance(parts, tuple) else (parts,)
+        names = list(self._names)
+        out: list[str | None] = []
+        dim = 0
+        for part in parts:
+            if part is None:
+                out.append(None)
+            elif isinstance(part, int):
+                dim += 1
+            elif isinstance(part, slice):
+                out.append(names[dim])
+                dim += 1
+            else:
+                return None  # tensor indices reshape the batch: names no longer apply
+        out += names[dim:]
+        return tuple(out) if any(n is not None for n in out) else None
+
+    def _set_at_index(self, index: Any, value: Any) -> None:
+        from tensordict._setitem import set_at_index
+
+        set_at_index(self, index, value)
+
+    def _apply_nest(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
+        return self._traverse(fn, others, **kwargs)
+
+    def __repr__(self) -> str:
+        return tensordict_repr(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__ if name != "__weakref__"}
+

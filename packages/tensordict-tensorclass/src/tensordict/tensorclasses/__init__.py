@@ -1,0 +1,3 @@
+"""tensordict.tensorclasses: provided by the tensordict-tensorclass distribution."""
+
+from tensordict.tensorclasses._version import __version__ as __version__
