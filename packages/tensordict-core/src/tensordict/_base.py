@@ -66,14 +66,16 @@ class TensorCollection(metaclass=_CollectionMeta):
 
 
 def is_tensor_collection(obj: Any) -> bool:
-    """True for TensorDicts, lazy stacks, non-tensor data and tensorclass instances.
+    """True for TensorDicts, lazy stacks, non-tensor data and tensorclasses (instances
+    or classes).
 
     >>> import torch
     >>> from tensordict import TensorDict
     >>> is_tensor_collection(TensorDict()), is_tensor_collection(torch.zeros(1))
     (True, False)
     """
-    return isinstance(obj, TensorCollection) or getattr(type(obj), "_is_tensorclass", False)
+    cls = obj if isinstance(obj, type) else type(obj)
+    return issubclass(cls, TensorCollection) or getattr(cls, "_is_tensorclass", False)
 
 
 class TensorDictBase(TensorCollection, MutableMapping):

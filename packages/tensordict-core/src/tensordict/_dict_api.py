@@ -23,7 +23,12 @@ import torch
 
 from tensordict import errors
 from tensordict._base import NO_DEFAULT, TensorDictBase, is_tensor_collection
-from tensordict._keys import TensorDictItemsView, TensorDictKeysView, TensorDictValuesView
+from tensordict._keys import (
+    TensorDictItemsView,
+    TensorDictKeysView,
+    TensorDictValuesView,
+    is_leaf_nontensor,
+)
 from tensordict._nested_key import NestedKey, unravel_key, unravel_key_to_tuple
 from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 from tensordict._options import get_defaults_to_none
@@ -111,12 +116,12 @@ class DictMixin:
         """Whether ``key`` holds non-tensor data."""
         return getattr(self._get_path(key), "_is_non_tensor", False)
 
-    def non_tensor_items(self, include_nested: bool = False) -> list[tuple[NestedKey, Any]]:
+    def non_tensor_items(self, include_nested: bool = False) -> tuple[tuple[NestedKey, Any], ...]:
         """``(key, NonTensorData)`` pairs."""
-        return [
-            (k, v) for k, v in self.items(include_nested, leaves_only=True)
+        return tuple(
+            (k, v) for k, v in self.items(include_nested, True, is_leaf=is_leaf_nontensor)
             if getattr(v, "_is_non_tensor", False)
-        ]
+        )
 
     def get_item_shape(self, key: NestedKey) -> torch.Size:
         """The shape of the entry at ``key`` (batch size for collections)."""
@@ -154,6 +159,7 @@ class DictMixin:
         """True if no tensor or non-tensor leaf is stored (empty sub-TensorDicts aside)."""
         return next(iter(self.keys(True, True)), None) is None
 
+    @property
     def depth(self) -> int:
         """The maximum nesting depth of the leaves (0 for a flat TensorDict)."""
         return max((len(k) - 1 if isinstance(k, tuple) else 0
@@ -191,7 +197,8 @@ class DictMixin:
         path = unravel_key_to_tuple(key)
         parent = self._parent_of(path, create=False)
         if parent._get_str(path[-1], None) is None:
-            raise errors.missing_key(path[-1], list(parent._keys_str()), path[:-1])
+            shown = path if len(path) > 1 else path[0]
+            raise errors.missing_key(shown, list(parent._keys_str()), path[:-1])
         parent._set_str(path[-1], item, inplace=True, validated=False, non_blocking=non_blocking)
         return self
 
@@ -449,7 +456,7 @@ class DictMixin:
                      is_leaf: Any = None) -> Any:
         """Nested entries as top-level keys joined with ``separator``."""
         out = self._empty_like_self()
-        for key, value in self.items(True, True, is_leaf=is_leaf):
+        for key, value in self.items(True, True, is_leaf=is_leaf or is_leaf_nontensor):
             name = separator.join(key) if isinstance(key, tuple) else key
             if name in out._keys_str():
                 raise KeyError(f"flatten_keys: key {name!r} would appear twice")
@@ -656,7 +663,7 @@ def _is_node(value: Any) -> bool:
 
 def _flat_items(source: Any) -> Iterable[tuple[NestedKey, Any]]:
     if isinstance(source, TensorDictBase):
-        return source.items(True, True)
+        return source.items(True, True, is_leaf=is_leaf_nontensor)
     out: list[tuple[NestedKey, Any]] = []
     for key, value in source.items():
         if isinstance(value, Mapping):

@@ -24,21 +24,23 @@ if TYPE_CHECKING:
 
 
 def default_is_leaf(cls: type) -> bool:
-    """True for types stored as leaves: tensors and non-tensor data."""
-    from tensordict._base import TensorDictBase
+    """True for tensor types: the leaves ``keys(leaves_only=True)`` lists by default."""
+    from tensordict._base import is_tensor_collection
 
-    return not issubclass(cls, TensorDictBase) or getattr(cls, "_is_non_tensor", False)
+    return not is_tensor_collection(cls)
 
 
 def is_leaf_nontensor(cls: type) -> bool:
-    """Like :func:`default_is_leaf`, but non-tensor data count as nodes."""
-    from tensordict._base import TensorDictBase
-
-    return not issubclass(cls, TensorDictBase) and not getattr(cls, "_is_non_tensor", False)
+    """Like :func:`default_is_leaf`, but non-tensor data count as leaves too."""
+    return default_is_leaf(cls) or getattr(cls, "_is_non_tensor", False)
 
 
 def _is_node(value: Any, is_leaf: Callable[[type], bool]) -> bool:
     return not isinstance(value, torch.Tensor) and not is_leaf(type(value))
+
+
+def _has_entries(value: Any) -> bool:
+    return not getattr(value, "_is_non_tensor", False)
 
 
 class TensorDictKeysView:
@@ -74,7 +76,7 @@ class TensorDictKeysView:
             value = td._get_str(key)
             full = prefix + (key,)
             if _is_node(value, self.is_leaf):
-                if self.include_nested:
+                if self.include_nested and _has_entries(value):
                     yield from self._iter(value, full)
                 if not self.leaves_only:
                     yield full if prefix else key
@@ -96,10 +98,7 @@ class TensorDictKeysView:
             node = node._get_str(part, None)
             if node is None or not _is_node(node, self.is_leaf):
                 return False
-        value = node._get_str(path[-1], None)
-        if value is None:
-            return False
-        return not (self.leaves_only and _is_node(value, self.is_leaf))
+        return node._get_str(path[-1], None) is not None
 
     def __repr__(self) -> str:
         flags = ""

@@ -15,6 +15,13 @@ from typing import Union
 NestedKey = Union[str, tuple["NestedKey", ...]]
 
 
+class InvalidKeyError(KeyError, TypeError):
+    """A key that is neither a string nor a non-empty (nested) tuple of strings."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 def _flatten_into(key: object, out: list[str]) -> None:
     if isinstance(key, str):
         out.append(key)
@@ -22,8 +29,8 @@ def _flatten_into(key: object, out: list[str]) -> None:
         for part in key:
             _flatten_into(part, out)
     else:
-        raise TypeError(
-            f"keys must be strings or tuples of strings, got {key!r} "
+        raise InvalidKeyError(
+            f"keys must be strings or non-empty tuples of strings, got {key!r} "
             f"of type {type(key).__name__}"
         )
 
@@ -39,7 +46,7 @@ def unravel_key_to_tuple(key: NestedKey) -> tuple[str, ...]:
     out: list[str] = []
     _flatten_into(key, out)
     if not out:
-        raise KeyError("an empty tuple is not a valid key")
+        raise InvalidKeyError("an empty tuple is not a valid key")
     return tuple(out)
 
 

@@ -41,11 +41,12 @@ def _compact_entry(value: Any, batch_ndim: int, device: torch.device | None) -> 
         data = getattr(value, "data", None)
         return type(value).__name__ if type(value).__name__ != "NonTensorData" else type(data).__name__
     if hasattr(value, "_tensordict") and type(value).__name__ == "TensorDict":
-        return "{" + _compact_fields(value, batch_ndim) + "}"
+        extra = value.batch_size[batch_ndim:]
+        return (_sizes(extra) if extra else "") + "{" + _compact_fields(value) + "}"
     return repr(value)
 
 
-def _compact_fields(td: Any, batch_ndim: int) -> str:
+def _compact_fields(td: Any) -> str:
     ndim = len(td.batch_size)
     return ", ".join(
         f"{key}: {_compact_entry(td._get_str(key), ndim, td.device)}"
@@ -87,7 +88,7 @@ def _verbose_entry(value: Any) -> str:
 def verbose_repr(td: Any) -> str:
     """The multi-line layout of ``set_printoptions(compact=False)``."""
     fields = ",\n".join(
-        f"{key}: {_indent(_verbose_entry(td._get_str(key)))}" for key in sorted(td._keys_str())
+        f"{key}: {_verbose_entry(td._get_str(key))}" for key in sorted(td._keys_str())
     )
     fields = _indent(fields, 8)
     return (

@@ -24,18 +24,32 @@ class LockedTensorDictError(RuntimeError):
     """A write that adds, removes or replaces an entry of a locked TensorDict."""
 
 
-class KeyThroughLeafError(KeyError):
-    """A nested key that goes through a leaf (a tensor has no entries)."""
+class MissingKeyError(KeyError):
+    """A key that is not in the TensorDict (the message is printed unquoted)."""
 
     def __str__(self) -> str:
         return str(self.args[0])
 
 
-def missing_key(key: Any, available: Iterable[str], where: tuple[str, ...] = ()) -> KeyError:
-    """A KeyError naming the key, where it was looked up and what exists there."""
-    at = f" at {where!r}" if where else ""
-    return KeyError(
-        f'key "{key}" not found in TensorDict{at} with keys {sorted(available)!r}'
+class KeyThroughLeafError(MissingKeyError):
+    """A nested key that goes through a leaf (a tensor has no entries)."""
+
+
+def missing_key(
+    key: Any, available: Iterable[str], where: tuple[str, ...] = ()
+) -> MissingKeyError:
+    """A KeyError naming the key, where it was looked up and what exists there.
+
+    ``key`` is the full path (or a top-level key), ``where`` the path of the
+    TensorDict in which its last missing part was looked up.
+    """
+    if not where:
+        return MissingKeyError(
+            f'key "{key}" not found in TensorDict with keys {sorted(available)!r}'
+        )
+    return MissingKeyError(
+        f"key {key!r} not found: the TensorDict at {where!r} has no entry "
+        f"{key[len(where)]!r}, its keys are {sorted(available)!r}"
     )
 
 

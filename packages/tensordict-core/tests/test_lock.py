@@ -1,0 +1,71 @@
+"""Locking: structure changes refused, in-place writes allowed, context managers."""
+
+import pytest
+import torch
+
+from tensordict import TensorDict
+from tensordict.errors import LockedTensorDictError
+
+
+@pytest.fixture
+def locked():
+    return TensorDict({"a": torch.zeros(2), "n": {"b": torch.zeros(2)}}, [2]).lock_()
+
+
+def test_writes_that_change_structure_are_refused(locked):
+    for op in (
+        lambda: locked.set("new", torch.zeros(2)),
+        lambda: locked.__setitem__("a", torch.ones(2)),
+        lambda: locked.__delitem__("a"),
+        lambda: locked.rename_key_("a", "z"),
+        lambda: locked["n"].set("c", torch.zeros(2)),
+        lambda: locked.update({"z": torch.zeros(2)}),
+        lambda: locked.pop("a"),
+    ):
+        with pytest.raises(LockedTensorDictError, match="locked TensorDict"):
+            op()
+    assert list(locked.keys(True)) == ["a", ("n", "b"), "n"]
+
+
+def test_locked_error_is_a_runtime_error(locked):
+    with pytest.raises(RuntimeError, match="Cannot modify locked TensorDict"):
+        locked["x"] = torch.zeros(2)
+
+
+def test_in_place_writes_pass(locked):
+    locked.set_("a", torch.ones(2))
+    locked.update_({"n": {"b": torch.ones(2)}})
+    locked.set("a", torch.full((2,), 3.0), inplace=True)
+    locked[0] = TensorDict({"a": torch.tensor(7.0), "n": {"b": torch.tensor(7.0)}}, [])
+    assert locked["a"].tolist() == [7.0, 3.0] and locked["n", "b"].tolist() == [7.0, 1.0]
+
+
+def test_lock_is_recursive_and_unlock_too(locked):
+    assert locked.is_locked and locked["n"].is_locked
+    locked.unlock_()
+    assert not locked.is_locked and not locked["n"].is_locked
+
+
+def test_unlock_context_relocks(locked):
+    with locked.unlock_():
+        locked["b"] = torch.zeros(2)
+    assert locked.is_locked and "b" in locked
+
+
+def test_lock_context_unlocks():
+    td = TensorDict(a=torch.zeros(1))
+    with td.lock_():
+        assert td.is_locked
+    assert not td.is_locked
+
+
+def test_clone_is_unlocked(locked):
+    assert not locked.clone().is_locked
+
+
+def test_is_locked_setter():
+    td = TensorDict(a=torch.zeros(1))
+    td.is_locked = True
+    assert td.is_locked
+    td.is_locked = False
+    assert not td.is_locked
