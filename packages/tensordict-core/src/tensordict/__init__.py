@@ -11,12 +11,18 @@ TensorDict(batch_size=[2], fields={obs: f32[3], reward: f32[]})
 # other distributions and from editable (src/) checkouts.
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tensordict import _pytree  # noqa: F401  (registers TensorDict as a pytree node)
 from tensordict import plugins as _plugins
 from tensordict._base import TensorCollection, TensorDictBase, is_tensor_collection
+from tensordict._compare import assert_allclose_td, assert_close
+from tensordict._convert import from_dict, make_tensordict
+from tensordict._device import is_bool, is_floating, is_inexact, is_integer
 from tensordict._dict_api import KEY_SEPARATOR
+from tensordict._functional import from_module, from_modules
 from tensordict._keys import default_is_leaf, is_leaf_nontensor
+from tensordict._lazy import LazyStackedTensorDict, lazy_stack
 from tensordict._nested_key import NestedKey, unravel_key, unravel_key_list, unravel_key_to_tuple
 from tensordict._nontensor import LinkedList, NonTensorData, NonTensorStack, is_non_tensor
 from tensordict._options import (
@@ -31,17 +37,30 @@ from tensordict._options import (
     set_list_to_stack,
     set_printoptions,
 )
+from tensordict._stack import cat, maybe_dense_stack, pad, pad_sequence, stack
 from tensordict._td import TensorDict
 from tensordict._version import __version__
 from tensordict.plugins import hookimpl
 
-from_dict = TensorDict.from_dict if hasattr(TensorDict, "from_dict") else None
+# dir(), not hasattr(): a failed lookup would load every plugin at import time
 fromkeys = TensorDict.fromkeys
 
 _plugins.install_subpackage_finder()
 
 __all__ = [
+    "stack",
+    "pad_sequence",
+    "pad",
+    "maybe_dense_stack",
+    "is_integer",
+    "is_inexact",
+    "is_floating",
+    "is_bool",
+    "cat",
+    "assert_close",
+    "assert_allclose_td",
     "KEY_SEPARATOR",
+    "LazyStackedTensorDict",
     "LinkedList",
     "NestedKey",
     "NonTensorData",
@@ -52,6 +71,9 @@ __all__ = [
     "__version__",
     "capture_non_tensor_stack",
     "default_is_leaf",
+    "from_dict",
+    "from_module",
+    "from_modules",
     "fromkeys",
     "get_defaults_to_none",
     "get_printoptions",
@@ -60,6 +82,8 @@ __all__ = [
     "is_non_tensor",
     "is_tensor_collection",
     "lazy_legacy",
+    "lazy_stack",
+    "make_tensordict",
     "list_to_stack",
     "set_capture_non_tensor_stack",
     "set_get_defaults_to_none",
@@ -70,6 +94,12 @@ __all__ = [
     "unravel_key_list",
     "unravel_key_to_tuple",
 ]
+
+
+if TYPE_CHECKING:  # names plugins add at run time, visible to type checkers and IDEs
+    from tensordict.tensorclasses import TensorClass as TensorClass
+    from tensordict.tensorclasses import is_tensorclass as is_tensorclass
+    from tensordict.tensorclasses import tensorclass as tensorclass
 
 
 def __getattr__(name: str) -> Any:

@@ -10,6 +10,7 @@ moves...) is written once on top of them, in the mixins this class combines.
 from __future__ import annotations
 
 import abc
+import enum
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any, TypeVar
 
@@ -21,8 +22,13 @@ from tensordict._nested_key import NestedKey
 T = TypeVar("T", bound="TensorDictBase")
 
 
-class _NoDefault:
-    """Marker for "no default given" (``None`` is a valid default)."""
+class _NoDefault(enum.Enum):
+    """Marker for "no default given" (``None`` is a valid default).
+
+    An enum member, so ``torch.compile`` treats it as a constant.
+    """
+
+    NO_DEFAULT = 0
 
     def __repr__(self) -> str:
         return "NO_DEFAULT"
@@ -31,7 +37,7 @@ class _NoDefault:
         return False
 
 
-NO_DEFAULT: Any = _NoDefault()
+NO_DEFAULT: Any = _NoDefault.NO_DEFAULT
 
 
 class _CollectionMeta(abc.ABCMeta):
@@ -122,6 +128,25 @@ class TensorDictBase(TensorCollection, MutableMapping):
     @property
     @abc.abstractmethod
     def is_locked(self) -> bool: ...
+
+    def _peek_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
+        """A value telling what kind of entry ``key`` is (node, tensor, non-tensor) without
+        building it: the stored value (one part's for a lazy stack)."""
+        return self._get_str(key, default)
+
+    @classmethod
+    def lazy_stack(cls, items: Any, dim: int = 0, *, out: Any = None, **kwargs: Any) -> Any:
+        """Stack ``items`` lazily: a ``LazyStackedTensorDict`` that keeps and writes to them.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> a, b = TensorDict(x=torch.zeros(2)), TensorDict(x=torch.ones(2))
+        >>> TensorDict.lazy_stack([a, b])[1] is b
+        True
+        """
+        from tensordict._lazy import LazyStackedTensorDict
+
+        return LazyStackedTensorDict.lazy_stack(items, dim, out=out, **kwargs)
 
     # -- sizes -------------------------------------------------------------------------
     @property

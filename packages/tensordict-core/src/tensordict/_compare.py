@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from tensordict._base import TensorDictBase, is_tensor_collection
+from tensordict._keys import is_leaf_nontensor
 
 
 def leafwise_binary(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> Any:
@@ -48,7 +49,7 @@ def _binary_nested(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> Any:
 
 
 def _reduce_truth(td: Any, reducer: str, dim: int | None) -> Any:
-    leaves = [v for v in td.values(True, True)]
+    leaves = list(td.values(True, True))
     if dim is None:
         flags = [bool(getattr(torch.as_tensor(v), reducer)()) for v in leaves
                  if not getattr(v, "_is_non_tensor", False)]
@@ -94,3 +95,51 @@ class CompareMixin:
     def any(self, dim: int | None = None) -> Any:
         """True if any element of any leaf is true (a TensorDict with ``dim``)."""
         return _reduce_truth(self, "any", dim)
+
+
+def assert_close(actual: Any, expected: Any, rtol: float | None = None,
+                 atol: float | None = None, equal_nan: bool = True, intersection: bool = False,
+                 msg: str = "", prefix: tuple[str, ...] = ()) -> bool:
+    """Assert that two TensorDicts hold the same keys and close values (``rtol``/``atol`` as
+    ``torch.testing.assert_close``); non-tensor values must be equal. Returns True.
+
+    With ``intersection=True`` only the keys present in both are compared.
+
+    >>> td = TensorDict(a=torch.ones(2), s="x")
+    >>> assert_close(td, td.clone())
+    True
+    >>> assert_close(td, td + 1)
+    Traceback (most recent call last):
+    ...
+    AssertionError: key ('a',) does not match, got mse = 1.0000...
+    """
+    if not is_tensor_collection(actual) or not is_tensor_collection(expected):
+        raise TypeError(f"assert_close compares tensor collections, got "
+                        f"{type(actual).__name__} and {type(expected).__name__}")
+    keys = set(actual.keys(True, True, is_leaf=is_leaf_nontensor))
+    other = set(expected.keys(True, True, is_leaf=is_leaf_nontensor))
+    if intersection:
+        keys &= other
+    elif keys != other:
+        raise KeyError(f"{msg}{' ' if msg else ''}keys differ: only in actual "
+                       f"{sorted(map(str, keys - other))}, only in expected "
+                       f"{sorted(map(str, other - keys))}")
+    for key in [k for k in actual.keys(True, True, is_leaf=is_leaf_nontensor) if k in keys]:
+        path = prefix + (key if isinstance(key, tuple) else (key,))
+        mine, theirs = actual.get(key), expected.get(key)
+        if getattr(mine, "_is_non_tensor", False) or getattr(theirs, "_is_non_tensor", False):
+            if not bool(torch.as_tensor(mine == theirs).all()):
+                raise AssertionError(f"{msg}{' ' if msg else ''}key {path} does not match: "
+                                     f"{mine!r} != {theirs!r}")
+            continue
+        try:
+            torch.testing.assert_close(mine, theirs, rtol=rtol, atol=atol, equal_nan=equal_nan)
+        except AssertionError as err:
+            mse = (mine.double() - theirs.double()).pow(2).mean().item() if (
+                mine.shape == theirs.shape) else float("nan")
+            raise AssertionError(f"{msg}{' ' if msg else ''}key {path} does not match, got "
+                                 f"mse = {mse:.4f}\n{err}") from None
+    return True
+
+
+assert_allclose_td = assert_close

@@ -1,4 +1,5 @@
-"""Devices, dtypes and copies: ``to``, ``cpu``, ``cuda``, dtype casts, ``clone``, ``detach``.
+"""Devices, dtypes, memory and autograd state: ``to``, ``cpu``, ``cuda``, dtype casts,
+``pin_memory``, ``share_memory_``, ``clone``, ``detach``, ``requires_grad_``, ``grad``...
 
 Example:
     >>> import torch
@@ -10,11 +11,13 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from tensordict._base import NO_DEFAULT
+from tensordict._reductions import reduce_fully
 from tensordict._shapes import as_device
 
 
@@ -89,3 +92,256 @@ class DeviceMixin:
     def detach(self) -> Any:
         """A TensorDict of detached tensors."""
         return self._apply_nest(lambda x: x.detach(), filter_empty=False)
+
+    def detach_(self) -> Any:
+        """Detach every leaf in place.
+
+        >>> td = TensorDict(a=torch.ones(2, requires_grad=True) * 2)
+        >>> td.detach_()["a"].requires_grad
+        False
+        """
+        for leaf in self._tensor_leaves():
+            leaf.detach_()
+        return self
+
+    # -- dtypes ----------------------------------------------------------------------------
+    def type(self, dst_type: torch.dtype, *, cast_filter: Callable[[torch.Tensor], bool] |
+             None = None) -> Any:
+        """Cast every leaf (those ``cast_filter`` accepts, if given) to ``dst_type``.
+
+        >>> import tensordict
+        >>> td = TensorDict(a=torch.ones(1), b=torch.ones(1, dtype=torch.long))
+        >>> td.type(torch.float64, cast_filter=tensordict.is_floating)["b"].dtype
+        torch.int64
+        """
+        if cast_filter is None:
+            return self._apply_nest(lambda x: x.to(dst_type), filter_empty=False)
+        return self._apply_nest(lambda x: x.to(dst_type) if cast_filter(x) else x,
+                                filter_empty=False)
+
+    @property
+    def dtype(self) -> torch.dtype | None:
+        """The dtype shared by every leaf, or None when they differ (or there are none).
+
+        >>> TensorDict(a=torch.ones(1)).dtype
+        torch.float32
+        """
+        dtypes = {leaf.dtype for leaf in self._tensor_leaves()}
+        return dtypes.pop() if len(dtypes) == 1 else None
+
+    def is_floating_point(self) -> bool:
+        """Whether every leaf has a floating point dtype."""
+        return all(leaf.is_floating_point() for leaf in self._tensor_leaves())
+
+    # -- device predicates -----------------------------------------------------------------
+    @property
+    def is_cpu(self) -> bool:
+        """Whether the TensorDict's device is the CPU (False with no device)."""
+        return self.device is not None and self.device.type == "cpu"
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether the TensorDict's device is a CUDA device."""
+        return self.device is not None and self.device.type == "cuda"
+
+    @property
+    def is_meta(self) -> bool:
+        """Whether the TensorDict's device is the meta device."""
+        return self.device is not None and self.device.type == "meta"
+
+    # -- memory ----------------------------------------------------------------------------
+    def pin_memory(self, num_threads: int | None = None, inplace: bool = False) -> Any:
+        """Copies of the leaves in page-locked memory (needs an accelerator).
+
+        >>> td = TensorDict(a=torch.ones(2))
+        >>> td.pin_memory()["a"].is_pinned()  # doctest: +SKIP
+        True
+        """
+        pinned = self._apply_nest(lambda x: x.pin_memory(), filter_empty=False)
+        return self.update(pinned) if inplace else pinned
+
+    def pin_memory_(self, num_threads: int = 0) -> Any:
+        """:meth:`pin_memory` replacing the leaves of this TensorDict by the pinned copies."""
+        return self.pin_memory(num_threads, inplace=True)
+
+    def share_memory_(self) -> Any:
+        """Move every leaf to shared memory and lock the TensorDict.
+
+        >>> td = TensorDict(a=torch.ones(2)).share_memory_()
+        >>> td.is_shared(), td.is_locked
+        (True, True)
+        """
+        for leaf in self._tensor_leaves():
+            leaf.share_memory_()
+        return self.lock_()
+
+    def is_shared(self) -> bool:
+        """Whether the leaves live in shared memory (False without leaves)."""
+        leaves = self._tensor_leaves()
+        return bool(leaves) and all(leaf.is_shared() or leaf.is_cuda for leaf in leaves)
+
+    def is_contiguous(self) -> bool:
+        """Whether every leaf is contiguous."""
+        return all(leaf.is_contiguous() for leaf in self._tensor_leaves())
+
+    def contiguous(self) -> Any:
+        """A TensorDict of contiguous leaves (leaves already contiguous are shared).
+
+        >>> td = TensorDict(a=torch.zeros(3), batch_size=[3]).expand(2, 3)
+        >>> td.contiguous()["a"].stride()
+        (3, 1)
+        """
+        return self._apply_nest(lambda x: x.contiguous(), filter_empty=False)
+
+    def record_stream(self, stream: Any) -> Any:
+        """Mark every (CUDA) leaf as used by ``stream``."""
+        for leaf in self._tensor_leaves():
+            leaf.record_stream(stream)
+        return self
+
+    def data_ptr(self, *, storage: bool = False) -> Any:
+        """A TensorDict (batch size ``[]``) of each leaf's data pointer (of its storage
+        with ``storage=True``)."""
+        def ptr(x: torch.Tensor) -> torch.Tensor:
+            address = x.untyped_storage().data_ptr() if storage else x.data_ptr()
+            return torch.tensor(address)
+        return reduce_fully(self, ptr).to("cpu")
+
+    def bytes(self, *, count_duplicates: bool = True) -> int:
+        """The number of bytes of the leaves (each storage once without
+        ``count_duplicates``).
+
+        >>> TensorDict(a=torch.zeros(3), b=torch.zeros(2, dtype=torch.int64)).bytes()
+        28
+        """
+        return _total(self, lambda x: x.nbytes, count_duplicates)
+
+    def param_count(self, *, count_duplicates: bool = True) -> int:
+        """The number of elements of the leaves.
+
+        >>> TensorDict(a=torch.zeros(3), b=torch.zeros(2)).param_count()
+        5
+        """
+        return _total(self, lambda x: x.numel(), count_duplicates)
+
+    # -- autograd --------------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        """Whether any leaf requires grad."""
+        return any(leaf.requires_grad for leaf in self._tensor_leaves())
+
+    def requires_grad_(self, requires_grad: bool = True) -> Any:
+        """Set ``requires_grad`` on every leaf, in place.
+
+        >>> TensorDict(a=torch.zeros(2)).requires_grad_().requires_grad
+        True
+        """
+        for leaf in self._tensor_leaves():
+            leaf.requires_grad_(requires_grad)
+        return self
+
+    @property
+    def data(self) -> Any:
+        """A TensorDict of the leaves' ``.data`` (detached, same storage)."""
+        return self._apply_nest(lambda x: x.data, filter_empty=False)
+
+    @property
+    def grad(self) -> Any:
+        """A TensorDict of the leaves' gradients (leaves without one are left out).
+
+        >>> x = torch.ones(2, requires_grad=True)
+        >>> (x * 3).sum().backward()
+        >>> TensorDict(x=x).grad["x"]
+        tensor([3., 3.])
+        """
+        return self._apply_nest(lambda x: x.grad)
+
+    def zero_grad(self, set_to_none: bool = True) -> Any:
+        """Reset the gradients of the leaves (to None, or to zeros).
+
+        >>> x = torch.ones(2, requires_grad=True)
+        >>> x.sum().backward()
+        >>> TensorDict(x=x).zero_grad()["x"].grad is None
+        True
+        """
+        for leaf in self._tensor_leaves():
+            if leaf.grad is None:
+                continue
+            if set_to_none:
+                leaf.grad = None
+            else:
+                leaf.grad.zero_()
+        return self
+
+
+def _total(td: Any, measure: Callable[[torch.Tensor], int], count_duplicates: bool) -> int:
+    leaves = td._tensor_leaves()
+    if not count_duplicates:
+        unique = {(leaf.untyped_storage().data_ptr(), leaf.storage_offset(), leaf.shape,
+                   leaf.stride(), leaf.dtype): leaf for leaf in leaves}
+        leaves = list(unique.values())
+    return sum(measure(leaf) for leaf in leaves)
+
+
+def is_floating(tensor: torch.Tensor) -> bool:
+    """Cast filter: floating point leaves.
+
+    >>> is_floating(torch.zeros(1)), is_floating(torch.zeros(1, dtype=torch.long))
+    (True, False)
+    """
+    return tensor.dtype.is_floating_point
+
+
+def is_integer(tensor: torch.Tensor) -> bool:
+    """Cast filter: integer (not bool) leaves.
+
+    >>> is_integer(torch.zeros(1, dtype=torch.long))
+    True
+    """
+    dtype = tensor.dtype
+    return not dtype.is_floating_point and not dtype.is_complex and dtype is not torch.bool
+
+
+def is_bool(tensor: torch.Tensor) -> bool:
+    """Cast filter: bool leaves.
+
+    >>> is_bool(torch.zeros(1, dtype=torch.bool))
+    True
+    """
+    return tensor.dtype is torch.bool
+
+
+def is_inexact(tensor: torch.Tensor) -> bool:
+    """Cast filter: floating point or complex leaves.
+
+    >>> is_inexact(torch.zeros(1, dtype=torch.complex64))
+    True
+    """
+    return tensor.dtype.is_floating_point or tensor.dtype.is_complex
+
+
+_CASTS = {
+    "float": torch.float32, "double": torch.float64, "half": torch.float16,
+    "bfloat16": torch.bfloat16, "int": torch.int32, "bool": torch.bool,
+    "float16": torch.float16, "float32": torch.float32, "float64": torch.float64,
+    "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
+    "uint8": torch.uint8, "uint16": torch.uint16, "uint32": torch.uint32,
+    "uint64": torch.uint64, "complex32": torch.complex32, "complex64": torch.complex64,
+    "complex128": torch.complex128,
+}
+
+
+def _make_cast(name: str, dtype: torch.dtype) -> Callable[..., Any]:
+    def cast(self: Any, *, cast_filter: Callable[[torch.Tensor], bool] | None = None) -> Any:
+        return self.type(dtype, cast_filter=cast_filter)
+    cast.__name__ = cast.__qualname__ = name
+    cast.__doc__ = (f"Cast the leaves (those ``cast_filter`` accepts) to ``{dtype}``.\n\n"
+                    f"        >>> TensorDict(a=torch.zeros(1)).{name}()['a'].dtype"
+                    # complex32 is experimental in torch and warns when used
+                    f"{'  # doctest: +SKIP' if dtype is torch.complex32 else ''}\n"
+                    f"        {dtype}\n")
+    return cast
+
+
+for _name, _dtype in _CASTS.items():
+    setattr(DeviceMixin, _name, _make_cast(_name, _dtype))

@@ -313,17 +313,16 @@ class DictMixin:
     def update_(self, input_dict_or_td: Mapping[NestedKey, Any] | TensorDictBase,
                 clone: bool = False, *, non_blocking: bool = False,
                 keys_to_update: Sequence[NestedKey] | None = None) -> Any:
-        """Copy every entry of the input into the existing entries (KeyError if absent)."""
-        source = input_dict_or_td
-        for key, value in list(_flat_items(source)):
-            if keys_to_update is not None and unravel_key(key) not in [
-                    unravel_key(k) for k in keys_to_update]:
-                continue
+        """Copy every entry of the input into the existing entries (KeyError if absent).
+
+        Every key is checked before the first copy.
+        """
+        wanted = None if keys_to_update is None else {unravel_key(k) for k in keys_to_update}
+        items = [(key, value) for key, value in _flat_items(input_dict_or_td)
+                 if wanted is None or unravel_key(key) in wanted]
+        for key, _ in items:
             self._get_path(key)  # raises KeyError naming the missing key
-        for key, value in _flat_items(source):
-            if keys_to_update is not None and unravel_key(key) not in [
-                    unravel_key(k) for k in keys_to_update]:
-                continue
+        for key, value in items:
             self.set_(key, value.clone() if clone else value, non_blocking=non_blocking)
         return self
 
@@ -523,7 +522,9 @@ class DictMixin:
                 value = unwrap_non_tensor(value)
                 if value is None and not retain_none:
                     continue
-                out[key] = value.tolist() if convert_tensors and isinstance(value, torch.Tensor) else value
+                if convert_tensors and isinstance(value, torch.Tensor):
+                    value = value.tolist()
+                out[key] = value
         return out
 
     def tolist(self, *, convert_nodes: bool = True, convert_tensors: bool = False) -> Any:
@@ -567,8 +568,9 @@ class DictMixin:
         if stack:
             action = stack.pop()
             if action is not None:
+                depth = len(stack)
                 action()
-                stack.pop()  # the action itself pushed an exit entry
+                del stack[depth:]  # drop what the action itself pushed (lock_/unlock_)
 
     # -- batch size and device helpers -------------------------------------------------------
     def auto_batch_size_(self, batch_dims: int | None = None) -> Any:

@@ -73,11 +73,11 @@ class TensorDictKeysView:
             yield from td._keys_str()
             return
         for key in list(td._keys_str()):
-            value = td._get_str(key)
+            value = td._peek_str(key)  # a lazy stack shows one part's: nothing is stacked
             full = prefix + (key,)
             if _is_node(value, self.is_leaf):
                 if self.include_nested and _has_entries(value):
-                    yield from self._iter(value, full)
+                    yield from self._iter(td._get_str(key), full)
                 if not self.leaves_only:
                     yield full if prefix else key
             else:
@@ -98,7 +98,7 @@ class TensorDictKeysView:
             node = node._get_str(part, None)
             if node is None or not _is_node(node, self.is_leaf):
                 return False
-        return node._get_str(path[-1], None) is not None
+        return node._peek_str(path[-1], None) is not None
 
     def __repr__(self) -> str:
         flags = ""

@@ -10,9 +10,8 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Union
 
-NestedKey = Union[str, tuple["NestedKey", ...]]
+NestedKey = str | tuple["NestedKey", ...]
 
 
 class InvalidKeyError(KeyError, TypeError):

@@ -39,7 +39,10 @@ def _compact_entry(value: Any, batch_ndim: int, device: torch.device | None) -> 
         return text
     if getattr(value, "_is_non_tensor", False):
         data = getattr(value, "data", None)
-        return type(value).__name__ if type(value).__name__ != "NonTensorData" else type(data).__name__
+        shown = type(value) if type(value).__name__ != "NonTensorData" else type(data)
+        return shown.__name__
+    if hasattr(type(value), "_compact_nested_repr"):  # tensorclasses, lazy stacks
+        return value._compact_nested_repr(batch_ndim)
     if hasattr(value, "_tensordict") and type(value).__name__ == "TensorDict":
         extra = value.batch_size[batch_ndim:]
         return (_sizes(extra) if extra else "") + "{" + _compact_fields(value) + "}"
@@ -79,10 +82,7 @@ def _verbose_entry(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         return (f"{type(value).__name__}(shape={value.shape}, device={value.device}, "
                 f"dtype={value.dtype}, is_shared={value.is_shared()})")
-    if type(value).__name__ == "NonTensorStack":
-        return (f"NonTensorStack(\n    {value.tolist()!r},\n    batch_size={value.batch_size},"
-                f"\n    device={value.device})")
-    return repr(value)
+    return repr(value)  # NonTensorStack's repr is the verbose layout already
 
 
 def verbose_repr(td: Any) -> str:
@@ -99,7 +99,7 @@ def verbose_repr(td: Any) -> str:
 
 
 def _is_shared(td: Any) -> bool:
-    leaves = [v for v in td.values(True, True) if isinstance(v, torch.Tensor)]
+    leaves = td._tensor_leaves()  # (lazy stacks give their parts' leaves: no stacking)
     return bool(leaves) and all(leaf.is_shared() for leaf in leaves)
 
 

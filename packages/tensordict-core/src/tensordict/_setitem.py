@@ -24,78 +24,103 @@ from typing import Any
 import torch
 
 from tensordict._base import is_tensor_collection
-from tensordict._shapes import indexed_batch_size, normalize_index
+from tensordict._shapes import indexed_size, masks_to_indices, normalize_index
+from tensordict._stack import entries_of, flatten_nested, map_nested, same_value
 
 
 def set_at_index(td: Any, index: Any, value: Any) -> None:
     """Write ``value`` (a TensorDict, mapping, tensor or number) into ``td[index]``."""
-    parts = normalize_index(index, td.batch_size)
-    sub_batch = indexed_batch_size(td.batch_size, parts)
+    parts = masks_to_indices(normalize_index(index, td.batch_size))
+    sub_batch = indexed_size(td.batch_size, parts)
     index = parts[0] if len(parts) == 1 else parts
-    writes: list[tuple[Any, Any]] = []
+    plan = _Plan(td.batch_size, sub_batch, index)
     if isinstance(value, Mapping) and not is_tensor_collection(value):
         from tensordict._td import TensorDict
 
         value = TensorDict(value, batch_size=sub_batch)
-    allocations: list[tuple[Any, str, Any]] = []
     if is_tensor_collection(value) and not getattr(value, "_is_non_tensor", False):
-        _plan(td, index, sub_batch, value, (), writes, allocations)
+        plan.collection(td, value, len(value.batch_size), ())
     else:
         for key, leaf in td.items(True, True):
-            if getattr(leaf, "_is_non_tensor", False):
-                continue
-            _check(leaf, index, sub_batch, td.batch_size, value, key)
-            writes.append((leaf, value))
-    for parent, key, tensor in allocations:
-        parent._set_str(key, tensor, inplace=False, validated=True)
-    for target, source in writes:
-        target[index] = source
+            plan.check(leaf, value, key)
+            plan.writes.append((leaf, value))
+    plan.run()
 
 
-def _plan(td: Any, index: Any, sub_batch: torch.Size, value: Any, prefix: tuple[str, ...],
-          writes: list[tuple[Any, Any]], allocations: list[tuple[Any, str, Any]]) -> None:
-    for key in value.keys():
-        source = value._get_str(key)
-        target = td._get_str(key, None)
-        path = prefix + (key,)
-        if getattr(source, "_is_non_tensor", False):
-            continue
-        if is_tensor_collection(source):
-            if target is None:
-                target = _allocate_collection(td, source, sub_batch)
-                allocations.append((td, key, target))
-            _plan(target, index, sub_batch, source, path, writes, allocations)
-            continue
-        if target is None:
-            feature = source.shape[len(value.batch_size):]
-            target = torch.zeros(td.batch_size + feature, dtype=source.dtype,
-                                 device=td.device or source.device)
-            allocations.append((td, key, target))
-        _check(target, index, sub_batch, td.batch_size, source, path)
-        writes.append((target, source))
+class _Plan:
+    """Every write of ``td[index] = value``, checked before the first one happens.
+
+    Shapes are relative to the top-level batch: a leaf of any depth is indexed on its
+    leading ``len(batch_size)`` dims.
+    """
+
+    def __init__(self, batch_size: torch.Size, sub_batch: torch.Size, index: Any) -> None:
+        self.batch_size, self.sub_batch, self.index = batch_size, sub_batch, index
+        self.writes: list[tuple[torch.Tensor, Any]] = []
+        self.allocations: list[tuple[Any, str, Any]] = []
+        self.non_tensors: list[tuple[Any, str, Any]] = []
+
+    def collection(self, td: Any, value: Any, value_ndim: int, prefix: tuple[str, ...]) -> None:
+        from tensordict._td import TensorDict
+
+        for key, source in entries_of(value).items():
+            target = td._get_str(key, None)
+            path = prefix + (key,)
+            if isinstance(source, torch.Tensor):
+                if target is None:
+                    target = torch.zeros(self.batch_size + source.shape[value_ndim:],
+                                         dtype=source.dtype, device=td.device or source.device)
+                    self.allocations.append((td, key, target))
+                self.check(target, source, path)
+                self.writes.append((target, source))
+            elif getattr(source, "_is_non_tensor", False):
+                self.non_tensors.append((td, key, source))
+            else:
+                if target is None:
+                    size = self.batch_size + source.batch_size[value_ndim:]
+                    target = TensorDict._new_unsafe({}, size, td.device, None)
+                    self.allocations.append((td, key, target))
+                self.collection(target, source, value_ndim, path)
+
+    def check(self, target: torch.Tensor, source: Any, key: Any) -> None:
+        target_shape = self.sub_batch + target.shape[len(self.batch_size):]
+        source_shape = source.shape if isinstance(source, torch.Tensor) else torch.Size()
+        if source_shape != target_shape and (
+            len(source_shape) > len(target_shape)
+            or any(s not in (1, t) for s, t in zip(reversed(source_shape), reversed(target_shape)))
+        ):
+            raise RuntimeError(
+                f"cannot write a value of shape {source_shape} into entry {key!r} at the "
+                f"index: the indexed entry has shape {target_shape}"
+            )
+
+    def run(self) -> None:
+        for parent, key, entry in self.allocations:
+            parent._set_str(key, entry, inplace=False, validated=True)
+        for target, source in self.writes:
+            target[self.index] = source
+        for parent, key, source in self.non_tensors:
+            parent._set_str(key, _written_non_tensor(parent, key, self.index, source),
+                            inplace=False, validated=True)
 
 
-def _allocate_collection(td: Any, source: Any, sub_batch: torch.Size) -> Any:
-    from tensordict._td import TensorDict
+def _written_non_tensor(td: Any, key: str, index: Any, source: Any) -> Any:
+    """The non-tensor entry ``td[key]`` after writing ``source`` at ``index``: one shared
+    value while all writes agree, a NonTensorStack once they differ."""
+    from tensordict._nontensor import NonTensorData, NonTensorStack
 
-    extra = source.batch_size[len(sub_batch):]
-    return TensorDict._new_unsafe({}, td.batch_size + extra, td.device, None)
-
-
-def _check(target: torch.Tensor, index: Any, sub_batch: torch.Size, batch_size: torch.Size,
-           source: Any, key: Any) -> None:
-    target_shape = sub_batch + target.shape[len(batch_size):]
-    source_shape = source.shape if isinstance(source, torch.Tensor) else torch.Size()
-    try:
-        torch.broadcast_shapes(source_shape, target_shape)
-    except RuntimeError:
-        raise RuntimeError(
-            f"cannot write a value of shape {source_shape} into entry {key!r} at the index: "
-            f"the indexed entry has shape {target_shape}"
-        ) from None
-    if len(source_shape) > len(target_shape):
-        raise RuntimeError(
-            f"cannot write a value of shape {source_shape} into entry {key!r} at the index: "
-            f"the indexed entry has shape {target_shape}"
-        )
-
+    current = td._get_str(key, None)
+    if isinstance(source, NonTensorData) and (current is None or (
+            isinstance(current, NonTensorData) and same_value(current.data, source.data))):
+        return NonTensorData(source.data, batch_size=td.batch_size, device=td.device)
+    if current is None:
+        current = NonTensorData(None, batch_size=td.batch_size, device=td.device)
+    batch = td.batch_size
+    flat = flatten_nested(current.tolist(), len(batch))
+    positions = torch.arange(len(flat)).reshape(batch)[index].reshape(-1).tolist()
+    values = flatten_nested(source.tolist(), len(source.batch_size))
+    values = values * (len(positions) // max(len(values), 1))
+    for position, item in zip(positions, values):
+        flat[position] = item
+    nested = map_nested(torch.arange(len(flat)).reshape(batch).tolist(), flat)
+    return NonTensorStack.from_list(nested, batch, td.device)

@@ -33,7 +33,9 @@ def as_size(batch_size: Any) -> torch.Size:
     try:
         return torch.Size(batch_size)
     except TypeError as err:
-        raise TypeError(f"batch_size must be an int or a sequence of ints, got {batch_size!r}") from err
+        raise TypeError(
+            f"batch_size must be an int or a sequence of ints, got {batch_size!r}"
+        ) from err
 
 
 def as_device(device: Any) -> torch.device | None:
@@ -46,7 +48,15 @@ def as_device(device: Any) -> torch.device | None:
     return device
 
 
+_PLAIN = (int, slice, type(None), torch.Tensor)
+
+
 def _as_index_part(part: Any) -> Any:
+    if part.__class__ in _PLAIN:
+        return part
+    if isinstance(part, str):
+        raise TypeError(f"an index cannot mix keys (strings) and batch indices, got {part!r}: "
+                        "use td[key][idx] or td[idx][key]")
     if isinstance(part, (list, np.ndarray)):
         return torch.as_tensor(np.asarray(part) if isinstance(part, list) else part)
     if isinstance(part, range):
@@ -59,12 +69,10 @@ def _as_index_part(part: Any) -> Any:
 
 
 def _dims_consumed(part: Any) -> int:
-    if part is None or part is Ellipsis:
+    if part is None or part is Ellipsis or part is True or part is False:
         return 0
-    if isinstance(part, torch.Tensor) and part.dtype is torch.bool:
+    if part.__class__ is torch.Tensor and part.dtype is torch.bool:
         return max(part.ndim, 1)
-    if part is True or part is False:
-        return 0
     return 1
 
 
@@ -72,9 +80,9 @@ def normalize_index(index: Any, batch_size: torch.Size) -> tuple[Any, ...]:
     """``index`` as a tuple that addresses only batch dims (``...`` expanded).
 
     Lists and arrays become tensors. Raises IndexError when the index uses more dims
-    than the batch has.
+    than the batch has, TypeError for a string (a key) inside an index.
     """
-    parts = index if isinstance(index, tuple) else (index,)
+    parts = index if index.__class__ is tuple else (index,)
     parts = tuple(_as_index_part(p) for p in parts)
     used = sum(_dims_consumed(p) for p in parts)
     ndim = len(batch_size)
@@ -83,7 +91,7 @@ def normalize_index(index: Any, batch_size: torch.Size) -> tuple[Any, ...]:
             f"too many indices for a TensorDict of batch size {batch_size}: "
             f"index {index!r} addresses {used} dims"
         )
-    if Ellipsis in [p for p in parts if not isinstance(p, torch.Tensor)]:
+    if any(p is Ellipsis for p in parts):
         position = next(i for i, p in enumerate(parts) if p is Ellipsis)
         fill = (slice(None),) * (ndim - used)
         rest = tuple(p for p in parts[position + 1:] if p is not Ellipsis)
@@ -91,29 +99,55 @@ def normalize_index(index: Any, batch_size: torch.Size) -> tuple[Any, ...]:
     return parts
 
 
+def masks_to_indices(parts: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Normalized ``parts`` with each boolean mask replaced by its long indices, so that
+    indexing many leaves computes ``nonzero`` once."""
+    if not any(p.__class__ is torch.Tensor and p.dtype is torch.bool and p.ndim
+               for p in parts):
+        return parts
+    out: list[Any] = []
+    for part in parts:
+        if part.__class__ is torch.Tensor and part.dtype is torch.bool and part.ndim:
+            out.extend(part.nonzero(as_tuple=True))
+        else:
+            out.append(part)
+    return tuple(out)
+
+
 def indexed_batch_size(batch_size: torch.Size, index: Any) -> torch.Size:
     """The batch size that indexing a batch of ``batch_size`` with ``index`` gives."""
-    parts = normalize_index(index, batch_size)
-    if all(p.__class__ in _SIMPLE for p in parts):
-        out: list[int] = []
-        dim = 0
-        for part in parts:
-            if part is None:
-                out.append(1)
-                continue
-            size = batch_size[dim]
-            if part.__class__ is int:
-                if not -size <= part < size:
-                    raise IndexError(
-                        f"index {part} is out of bounds for dim {dim} of batch size {batch_size}"
-                    )
-            else:
-                out.append(len(range(*part.indices(size))))
-            dim += 1
-        return torch.Size(out + list(batch_size[dim:]))
-    device = next((p.device for p in parts if isinstance(p, torch.Tensor)), None)
-    dummy = torch.zeros((), dtype=torch.uint8, device=device).expand(batch_size)
-    return dummy[parts].shape
+    return indexed_size(batch_size, normalize_index(index, batch_size))
+
+
+def indexed_size(batch_size: torch.Size, parts: tuple[Any, ...]) -> torch.Size:
+    """Like :func:`indexed_batch_size`, for an index already through
+    :func:`normalize_index`."""
+    tensors = [i for i, p in enumerate(parts) if p.__class__ is torch.Tensor]
+    simple = all(p.__class__ in _SIMPLE or p.__class__ is torch.Tensor and
+                 p.dtype is not torch.bool for p in parts)
+    if not simple or (tensors and tensors[-1] - tensors[0] != len(tensors) - 1):
+        device = next((p.device for p in parts if isinstance(p, torch.Tensor)), None)
+        dummy = torch.zeros((), dtype=torch.uint8, device=device).expand(batch_size)
+        return dummy[parts].shape
+    out: list[int] = []
+    dim = 0
+    for i, part in enumerate(parts):
+        if part is None:
+            out.append(1)
+            continue
+        size = batch_size[dim]
+        if part.__class__ is int:
+            if not -size <= part < size:
+                raise IndexError(
+                    f"index {part} is out of bounds for dim {dim} of batch size {batch_size}"
+                )
+        elif part.__class__ is slice:
+            out.append(len(range(*part.indices(size))))
+        elif i == tensors[0]:
+            out.extend(part.shape if len(tensors) == 1 else
+                       torch.broadcast_shapes(*(parts[j].shape for j in tensors)))
+        dim += 1
+    return torch.Size(out + list(batch_size[dim:]))
 
 
 def expand_size(shape: Sequence[int], batch_size: torch.Size) -> torch.Size:

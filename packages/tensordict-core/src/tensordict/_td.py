@@ -21,19 +21,37 @@ import torch
 from tensordict import errors
 from tensordict._base import NO_DEFAULT, TensorDictBase, is_tensor_collection
 from tensordict._compare import CompareMixin
+from tensordict._convert import ConvertMixin
 from tensordict._device import DeviceMixin
 from tensordict._dict_api import DictMixin
+from tensordict._functional import FunctionalMixin
+from tensordict._map import MapMixin
 from tensordict._nested_key import NestedKey
 from tensordict._nontensor import NonTensorData, NonTensorStack, unwrap_non_tensor
 from tensordict._options import list_to_stack
+from tensordict._pointwise import PointwiseMixin
+from tensordict._reductions import ReductionsMixin
 from tensordict._repr import tensordict_repr
-from tensordict._shapes import as_device, as_size, indexed_batch_size, normalize_index
+from tensordict._serialization import SerializationMixin
+from tensordict._shape_ops import ShapeOpsMixin
+from tensordict._shapes import (
+    as_device,
+    as_size,
+    indexed_size,
+    masks_to_indices,
+    normalize_index,
+)
+from tensordict._storage import StorageMixin
+from tensordict._torch_function import TorchFunctionMixin
 from tensordict._traverse import TraverseMixin
 
 _Tensor = torch.Tensor
 
 
-class TensorDict(DictMixin, TraverseMixin, DeviceMixin, CompareMixin, TensorDictBase):
+class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMixin,
+                 FunctionalMixin, ShapeOpsMixin, PointwiseMixin, ReductionsMixin,
+                 TorchFunctionMixin, SerializationMixin, ConvertMixin, MapMixin,
+                 TensorDictBase):
     """A dictionary of tensors that behaves like a tensor of shape ``batch_size``.
 
     Args:
@@ -66,12 +84,12 @@ class TensorDict(DictMixin, TraverseMixin, DeviceMixin, CompareMixin, TensorDict
         **kwargs: Any,
     ) -> None:
         if source is not None and kwargs:
-            raise TypeError("give the entries either as a mapping or as keyword arguments, not both")
+            raise TypeError(
+                "give the entries either as a mapping or as keyword arguments, not both"
+            )
         auto = isinstance(batch_size, str)
         if auto and batch_size != "auto":
             raise ValueError(f"batch_size must be a size or 'auto', got {batch_size!r}")
-        if batch_size is None and isinstance(source, TensorDictBase):
-            batch_size = source.batch_size
         self._tensordict: dict[str, Any] = {}
         self._batch_size = torch.Size() if auto else as_size(batch_size)
         self._device = as_device(device)
@@ -81,12 +99,13 @@ class TensorDict(DictMixin, TraverseMixin, DeviceMixin, CompareMixin, TensorDict
         entries = kwargs if source is None else source
         if not isinstance(entries, (Mapping, TensorDictBase)):
             raise TypeError(f"TensorDict source must be a mapping, got {type(entries).__name__}")
+        non_blocking = bool(non_blocking)
+        store = self._tensordict
         for key, value in entries.items():
             if key.__class__ is str:
-                self._set_str(key, value, inplace=False, validated=False,
-                              non_blocking=bool(non_blocking))
+                store[key] = self._validate_value(value, key, non_blocking)
             else:
-                self.set(key, value, non_blocking=bool(non_blocking))
+                self.set(key, value, non_blocking=non_blocking)
         if auto:
             self.auto_batch_size_()
         if names is not None:
@@ -170,7 +189,7 @@ class TensorDict(DictMixin, TraverseMixin, DeviceMixin, CompareMixin, TensorDict
     def _set_names(self, names: tuple[str | None, ...] | None) -> None:
         self._names = names
         for entry in self._tensordict.values():
-            if isinstance(entry, TensorDict):
+            if isinstance(entry, TensorDict) or getattr(type(entry), "_is_tensorclass", False):
                 extra = entry.names[len(self._batch_size):]
                 entry._set_names(None if names is None else names + tuple(extra))
 
@@ -210,9 +229,26 @@ class TensorDict(DictMixin, TraverseMixin, DeviceMixin, CompareMixin, TensorDict
             if value.__class__ is _Tensor or not getattr(value, "_is_non_tensor", False):
                 return value
             return unwrap_non_tensor(value)
-        if index.__class__ is tuple and index and all(isinstance(k, (str, tuple)) for k in index):
-            return unwrap_non_tensor(self._get_path(index, NO_DEFAULT))
+        if index.__class__ is tuple:
+            node: Any = self
+            try:  # fast path: a tuple of strings through plain TensorDicts
+                for part in index:
+                    node = node._tensordict[part]
+            except (KeyError, AttributeError, TypeError):
+                if index and all(isinstance(k, (str, tuple)) for k in index):
+                    return unwrap_non_tensor(self._get_path(index, NO_DEFAULT))
+            else:
+                return node if node.__class__ is _Tensor else unwrap_non_tensor(node)
         return self._index(index)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if key.__class__ is str and value.__class__ is _Tensor and self._device is None \
+                and not self._is_locked:
+            batch_size = self._batch_size
+            if not batch_size or value.shape[: len(batch_size)] == batch_size:
+                self._tensordict[key] = value
+                return
+        DictMixin.__setitem__(self, key, value)
 
     # -- writing -----------------------------------------------------------------------
     def _set_str(
@@ -306,30 +342,39 @@ class TensorDict(DictMixin, TraverseMixin, DeviceMixin, CompareMixin, TensorDict
 
     # -- indexing ----------------------------------------------------------------------
     def _index(self, index: Any) -> TensorDict:
-        parts = normalize_index(index, self._batch_size)
-        batch_size = indexed_batch_size(self._batch_size, parts)
+        batch = self._batch_size
+        if index.__class__ is int and batch and -batch[0] <= index < batch[0]:
+            names = self._names and self._names[1:]
+            return self._apply_nest(lambda x: x[index], batch_size=batch[1:],
+                                    names=names if names and any(names) else None)
+        parts = masks_to_indices(normalize_index(index, batch))
+        batch_size = indexed_size(batch, parts)
+        names = self._indexed_names(parts) if self._names is not None else None
         if len(parts) == 1:
             parts = parts[0]
-        names = self._indexed_names(parts)
         return self._apply_nest(lambda x: x[parts], batch_size=batch_size, names=names)
 
     def _indexed_names(self, parts: Any) -> tuple[str | None, ...] | None:
+        """Dim names after indexing: ints drop a name, None/True/False add an unnamed dim,
+        slices and a single 1-d tensor index keep the name; other tensor indices
+        (several, or multi-dim) rearrange dims, so the names are dropped."""
         if self._names is None:
             return None
         parts = parts if isinstance(parts, tuple) else (parts,)
+        tensors = [p for p in parts if isinstance(p, torch.Tensor)]
+        if len(tensors) > 1 or any(t.ndim != 1 for t in tensors):
+            return None
         names = list(self._names)
         out: list[str | None] = []
         dim = 0
         for part in parts:
-            if part is None:
+            if part is None or part is True or part is False:
                 out.append(None)
             elif isinstance(part, int):
                 dim += 1
-            elif isinstance(part, slice):
+            else:
                 out.append(names[dim])
                 dim += 1
-            else:
-                return None  # tensor indices reshape the batch: names no longer apply
         out += names[dim:]
         return tuple(out) if any(n is not None for n in out) else None
 
@@ -343,11 +388,4 @@ class TensorDict(DictMixin, TraverseMixin, DeviceMixin, CompareMixin, TensorDict
 
     def __repr__(self) -> str:
         return tensordict_repr(self)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for name, value in state.items():
-            object.__setattr__(self, name, value)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__ if name != "__weakref__"}
 

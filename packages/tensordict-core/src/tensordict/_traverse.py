@@ -216,7 +216,8 @@ def _entry(other: Any, key: str, default: Any) -> Any:
 
 def _emptied(old: Any, new: Any) -> bool:
     """Whether a traversal dropped every entry of a non-empty sub-TensorDict."""
-    return next(iter(new._keys_str()), None) is None and next(iter(old._keys_str()), None) is not None
+    new_empty = next(iter(new._keys_str()), None) is None
+    return new_empty and next(iter(old._keys_str()), None) is not None
 
 
 def _write_back(td: Any, key: str, old: Any, new: Any) -> None:

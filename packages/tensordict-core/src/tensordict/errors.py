@@ -11,7 +11,8 @@ Example:
     ...     td["b"] = torch.zeros(4)
     ... except RuntimeError as err:
     ...     print(str(err).split(". ")[0])
-    batch dimension mismatch, got self.batch_size=torch.Size([3]) and value.shape=torch.Size([4]) for key 'b'
+    batch dimension mismatch, got self.batch_size=torch.Size([3])
+    and value.shape=torch.Size([4]) for key 'b'
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ Example:
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 import os
 import threading
 import warnings
@@ -91,27 +93,48 @@ class StorageBackend(Protocol):
 
 
 class _Manager(pluggy.PluginManager):
-    """A PluginManager whose merged registries follow every (un)registration."""
+    """A PluginManager whose merged registries follow every (un)registration.
+
+    Registering a plugin calls its hooks once: a plugin whose hook raises, or that
+    claims a name another plugin already provides, is refused, so the merged
+    registries are always consistent.
+    """
 
     def __init__(self) -> None:
         super().__init__(ENTRY_POINT_GROUP)
         self.add_hookspecs(hookspecs)
         self._cache: dict[str, dict[Any, Any]] = {}
+        self._distributions: dict[str, str] = {}
         self._entry_points_loaded = False
         self._lock = threading.RLock()
 
     def register(self, plugin: object, name: str | None = None) -> str | None:
-        result = super().register(plugin, name)
-        self._cache.clear()
-        return result
+        with self._lock:
+            result = super().register(plugin, name)
+            self._cache.clear()
+            try:
+                for hook_name in HOOK_NAMES:
+                    self.merged(hook_name)
+            except Exception:
+                super().unregister(plugin)
+                self._cache.clear()
+                raise
+            return result
 
     def unregister(self, plugin: object | None = None, name: str | None = None) -> Any:
-        result = super().unregister(plugin, name)
-        self._cache.clear()
-        return result
+        with self._lock:
+            name = name if name is not None else self.get_name(plugin)
+            result = super().unregister(plugin, name)
+            self._distributions.pop(name, None)
+            self._cache.clear()
+            return result
 
     def load_entry_points(self) -> None:
-        """Load every plugin of the ``tensordict`` entry-point group (once)."""
+        """Load every plugin of the ``tensordict`` entry-point group (once).
+
+        A plugin that fails to import or to register only warns: a broken plugin never
+        breaks tensordict. Names listed in ``TENSORDICT_DISABLED_PLUGINS`` are skipped.
+        """
         with self._lock:
             if self._entry_points_loaded:
                 return
@@ -119,12 +142,32 @@ class _Manager(pluggy.PluginManager):
             disabled = {n.strip() for n in os.environ.get(DISABLED_ENV_VAR, "").split(",")}
             for name in disabled - {""}:
                 self.set_blocked(name)
-            try:
-                self.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
-            except Exception as err:  # a broken plugin must not break tensordict
-                warnings.warn(f"a tensordict plugin failed to load: {err!r}", stacklevel=2)
+            for dist in importlib.metadata.distributions():
+                for entry_point in dist.entry_points:
+                    if entry_point.group != ENTRY_POINT_GROUP:
+                        continue
+                    self._load_entry_point(entry_point, dist)
             self.check_pending()
             self._cache.clear()
+
+    def _load_entry_point(
+        self, entry_point: importlib.metadata.EntryPoint, dist: importlib.metadata.Distribution
+    ) -> None:
+        name = entry_point.name
+        if self.has_plugin(name) or self.is_blocked(name):
+            return
+        label = f"{dist.metadata['Name']} {dist.version}"
+        try:
+            plugin = entry_point.load()
+            self.register(plugin, name=name)
+        except Exception as err:  # a broken plugin must not break tensordict
+            warnings.warn(
+                f"tensordict plugin {name!r} ({label}) failed to load and is ignored: {err!r}",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            return
+        self._distributions[name] = label
 
     def merged(self, hook_name: str) -> dict[Any, Any]:
         """The union of the mappings every plugin returns for ``hook_name``."""
@@ -135,19 +178,22 @@ class _Manager(pluggy.PluginManager):
         merged: dict[Any, Any] = {}
         owners: dict[Any, str] = {}
         hook = getattr(self.hook, hook_name)
-        for impl in reversed(hook.get_hookimpls()):
+        for impl in hook.get_hookimpls():  # in registration order
             contributed = impl.function()
             for key, value in (contributed or {}).items():
                 if key in merged:
-                    raise RuntimeError(
-                        f"{hook_name}: {key!r} is provided by both plugin "
-                        f"{owners[key]!r} and plugin {impl.plugin_name!r}"
+                    raise ValueError(
+                        f"{hook_name}: plugin {impl.plugin_name!r} provides {key!r}, "
+                        f"which plugin {owners[key]!r} already provides"
                     )
                 merged[key] = value
                 owners[key] = impl.plugin_name
         self._cache[hook_name] = merged
         return merged
 
+
+#: Every hook of :mod:`tensordict.hookspecs`.
+HOOK_NAMES = tuple(name for name in vars(hookspecs) if name.startswith("tensordict_"))
 
 _MANAGER: _Manager | None = None
 
@@ -167,39 +213,52 @@ def _manager() -> _Manager:
 
 
 def register(plugin: object, name: str | None = None) -> object:
-    """Register ``plugin`` at run time and return it (for :func:`unregister`)."""
-    _manager().load_entry_points()
-    _manager().register(plugin, name)
+    """Register ``plugin`` at run time and return it (for :func:`unregister`).
+
+    Raises ValueError, and registers nothing, when the plugin claims a name another
+    plugin provides; a plugin whose hook raises is refused with that error.
+    """
+    manager = _manager()
+    manager.load_entry_points()
+    manager.register(plugin, name)
     return plugin
 
 
-def unregister(plugin: object) -> None:
-    """Remove a plugin registered at run time or loaded from an entry point."""
-    _manager().unregister(plugin)
+def unregister(plugin: object | str) -> None:
+    """Remove a plugin, given as the object or its name, registered at run time or
+    loaded from an entry point. Its methods, names and backends disappear at once."""
+    manager = _manager()
+    manager.load_entry_points()
+    if isinstance(plugin, str):
+        if manager.unregister(name=plugin) is None:
+            raise ValueError(f"no tensordict plugin named {plugin!r}")
+    else:
+        manager.unregister(plugin)
 
 
 def list_plugins() -> list[str]:
     """Names of the registered plugins (entry-point plugins are loaded first)."""
     manager = _manager()
     manager.load_entry_points()
-    return sorted(name for name, _ in manager.list_name_plugin())
+    return sorted(name for name, plugin in manager.list_name_plugin() if plugin is not None)
 
 
 def plugin_distributions() -> dict[str, str]:
-    """Map each plugin loaded from an entry point to ``"distribution version"``."""
+    """Map each plugin loaded from an entry point to ``"distribution version"``.
+
+    >>> from tensordict.plugins import plugin_distributions
+    >>> all(" " in label for label in plugin_distributions().values())
+    True
+    """
     manager = _manager()
     manager.load_entry_points()
-    return {
-        manager.get_name(plugin): f"{dist.project_name} {dist.version}"
-        for plugin, dist in manager.list_plugin_distinfo()
-    }
+    return dict(sorted(manager._distributions.items()))
 
 
 def _resolve(value: Any) -> Any:
     if isinstance(value, str) and ":" in value:
         module_name, _, attr = value.partition(":")
-        module = __import__(module_name, fromlist=[attr])
-        return getattr(module, attr)
+        return getattr(importlib.import_module(module_name), attr)
     return value
 
 
@@ -257,8 +316,15 @@ class _MissingSubpackageFinder:
     @staticmethod
     def find_spec(fullname: str, path: Any = None, target: Any = None) -> None:
         prefix, _, sub = fullname.partition(".")
-        if prefix == "tensordict" and sub in SUBPACKAGES:
-            raise MissingPluginError(
+        if prefix != "tensordict" or sub not in SUBPACKAGES:
+            return None
+        import tensordict
+
+        # Only a regular import searches tensordict's own __path__; tools probing other
+        # folders (pytest's importlib mode, find_spec with a path) get the usual None.
+        if path is not None and list(path) != list(tensordict.__path__):
+            return None
+        raise MissingPluginError(
                 install_hint(f"the module {fullname}", SUBPACKAGES[sub]), name=fullname
             )
 

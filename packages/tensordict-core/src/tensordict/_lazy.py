@@ -1,0 +1,601 @@
+"""LazyStackedTensorDict: TensorDicts stacked along a batch dim without copying them.
+
+The parts stay as they are: reading a key stacks it on demand, writing a key splits the
+value and writes each piece into its part, and indexing along the stack dim returns the
+parts themselves. So writes reach the original TensorDicts, and parts may hold entries of
+different shapes (``-1`` marks the ragged dims) or keys the others lack.
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorDict, lazy_stack
+    >>> a, b = TensorDict(x=torch.zeros(3)), TensorDict(x=torch.zeros(5), y=torch.ones(()))
+    >>> stack = lazy_stack([a, b])
+    >>> stack
+    LazyStackedTensorDict(batch_size=[2], stack_dim=0, fields={
+        x: f32[-1]}, exclusive_fields={1: {y: f32[]}})
+    >>> stack[1] is b, stack.get("x", as_list=True)[1].shape
+    (True, torch.Size([5]))
+    >>> stack[0]["x"] += 1
+    >>> a["x"]
+    tensor([1., 1., 1.])
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import torch
+
+from tensordict import errors
+from tensordict._base import NO_DEFAULT, TensorDictBase, is_tensor_collection
+from tensordict._compare import CompareMixin
+from tensordict._convert import ConvertMixin
+from tensordict._device import DeviceMixin
+from tensordict._dict_api import DictMixin
+from tensordict._functional import FunctionalMixin
+from tensordict._lazy_dict import LazyDictMixin, lazy_repr
+from tensordict._lazy_ops import (
+    DensifyMixin,
+    common_shape,
+    nested_stack,
+    pad_stack,
+    restructure,
+    stack_tensors,
+)
+from tensordict._nested_key import NestedKey, unravel_key_to_tuple
+from tensordict._nontensor import unwrap_non_tensor
+from tensordict._pointwise import PointwiseMixin
+from tensordict._reductions import ReductionsMixin
+from tensordict._serialization import SerializationMixin, allow_weights_only_load
+from tensordict._shape_ops import ShapeOpsMixin
+from tensordict._shapes import as_device, as_size, indexed_batch_size, normalize_index
+from tensordict._storage import StorageMixin
+from tensordict._torch_function import TorchFunctionMixin
+from tensordict._traverse import TraverseMixin
+
+_Tensor = torch.Tensor
+_SIMPLE = (int, slice, type(None))
+_BATCH_SIZE, _DEVICE = operator.attrgetter("batch_size"), operator.attrgetter("device")
+_UNKNOWN = False  # a device not looked up yet (neither a device nor None; pickles as is)
+
+
+# The mixins of TensorDict (written against the primitives), after the lazy overrides.
+class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin, TraverseMixin,
+                            DeviceMixin, CompareMixin, FunctionalMixin, ShapeOpsMixin,
+                            PointwiseMixin, ReductionsMixin, TorchFunctionMixin,
+                            SerializationMixin, ConvertMixin, TensorDictBase):
+    """A stack of TensorDicts along ``stack_dim`` that keeps the TensorDicts.
+
+    Args:
+        *tensordicts: the parts, all of the same batch size.
+        stack_dim: the batch dim along which they are stacked.
+        batch_size: checked against the parts; required when there are none.
+        device: if given, parts on another device are moved there.
+        names: the dim names (the stack dim's name included).
+        stack_dim_name: the name of the stack dim alone.
+        strict_shape: accepted for compatibility; parts must share their batch size.
+        hook_out, hook_in: accepted for compatibility, unused.
+
+    >>> stack = LazyStackedTensorDict(TensorDict(a=torch.zeros(2), batch_size=[2]),
+    ...                               TensorDict(a=torch.ones(2), batch_size=[2]), stack_dim=1)
+    >>> stack.batch_size, stack["a"]
+    (torch.Size([2, 2]), tensor([[0., 1.],
+            [0., 1.]]))
+    """
+
+    __slots__ = ("tensordicts", "_stack_dim", "_stack_dim_name", "_batch_size", "_device",
+                 "_is_locked", "_exit_stack", "__weakref__")
+
+    def __init__(
+        self,
+        *tensordicts: Any,
+        stack_dim: int = 0,
+        batch_size: Sequence[int] | None = None,
+        device: Any = None,
+        names: Sequence[str | None] | None = None,
+        stack_dim_name: str | None = None,
+        strict_shape: bool = False,
+        hook_out: Any = None,
+        hook_in: Any = None,
+    ) -> None:
+        parts = list(tensordicts)
+        if parts:
+            full = _stacked_size(parts, stack_dim)
+            stack_dim = stack_dim % len(full)
+            if batch_size is not None and as_size(batch_size) != full:
+                raise RuntimeError(f"batch_size {as_size(batch_size)} does not match the "
+                                   f"stacked batch size {full} of the parts")
+        elif batch_size is None:
+            raise ValueError("a LazyStackedTensorDict without parts needs a batch_size")
+        else:
+            full = as_size(batch_size)
+            stack_dim = stack_dim % max(len(full), 1)
+            if not full or full[stack_dim]:
+                raise RuntimeError(f"batch_size {full} must have a 0 at the stack dim "
+                                   f"{stack_dim} when no part is given")
+        device = as_device(device)
+        if device is not None:
+            parts = [td if td.device == device else td.to(device) for td in parts]
+        self._init(parts, stack_dim, full, stack_dim_name)
+        if device is not None:
+            self._device = device
+        if names is not None:
+            self.names = names
+
+    def _init(self, parts: list[Any], stack_dim: int, batch_size: torch.Size,
+              stack_dim_name: str | None) -> None:
+        self.tensordicts = parts
+        self._stack_dim = stack_dim
+        self._stack_dim_name = stack_dim_name
+        self._batch_size = batch_size
+        self._device: Any = _UNKNOWN  # found on first use (see the device property)
+        self._is_locked = False
+        self._exit_stack: list[Any] = []
+
+    @classmethod
+    def _new_unsafe(cls, parts: list[Any], stack_dim: int,
+                    stack_dim_name: str | None = None) -> LazyStackedTensorDict:
+        """Stack ``parts`` (known to share their batch size) without checks."""
+        self = object.__new__(cls)
+        size = parts[0].batch_size
+        full = size[:stack_dim] + torch.Size([len(parts)]) + size[stack_dim:]
+        self._init(parts, stack_dim, full, stack_dim_name)
+        return self
+
+    # -- building stacks ---------------------------------------------------------------------
+    @classmethod
+    def lazy_stack(cls, items: Sequence[Any], dim: int = 0, *, out: Any = None,
+                   device: Any = None, stack_dim_name: str | None = None,
+                   strict_shape: bool = False, as_list: bool = False,
+                   as_padded_tensor: bool = False, as_nested_tensor: bool = False,
+                   padding_side: str = "right", layout: torch.layout | None = None,
+                   padding_value: float = 0.0) -> Any:
+        """Stack ``items`` lazily along ``dim``: the result keeps them and writes to them.
+
+        Tensors are stacked (padded or nested on request); non-tensor data give a
+        ``NonTensorStack``.
+
+        >>> a, b = TensorDict(x=torch.zeros(2)), TensorDict(x=torch.ones(2))
+        >>> stack = LazyStackedTensorDict.lazy_stack([a, b])
+        >>> stack["x"] = torch.full((2, 2), 7.0)
+        >>> a["x"]
+        tensor([7., 7.])
+        """
+        items = list(items)
+        if not items:
+            raise RuntimeError("lazy_stack needs at least one element to stack")
+        kinds = set(map(type, items))
+        if len(kinds) == 1 and getattr(next(iter(kinds)), "_is_tensorclass", False):
+            # a tensorclass wrapping the lazy stack of its instances' TensorDicts
+            parts = [item._tensordict for item in items]
+            return next(iter(kinds)).from_tensordict(cls.lazy_stack(
+                parts, dim, out=out, device=device, stack_dim_name=stack_dim_name,
+                strict_shape=strict_shape))
+        if all(issubclass(kind, _Tensor) for kind in kinds):
+            if as_list:
+                return items
+            if as_padded_tensor:
+                return pad_stack(items, dim, padding_value, padding_side)
+            if as_nested_tensor:
+                return nested_stack(items, dim, layout)
+            return torch.stack(items, dim, out=out)
+        if not all(is_tensor_collection(kind) for kind in kinds):
+            names = sorted(kind.__name__ for kind in kinds)
+            raise TypeError(f"lazy_stack needs tensors or tensor collections, got {names}")
+        if all(getattr(kind, "_is_non_tensor", False) for kind in kinds):
+            from tensordict._nontensor import NonTensorStack as cls
+        else:
+            cls = LazyStackedTensorDict
+        stack = cls(*items, stack_dim=dim, device=device, stack_dim_name=stack_dim_name)
+        if out is not None:
+            out.update_(stack)
+            return out
+        return stack
+
+    # -- metadata ------------------------------------------------------------------------------
+    @property
+    def stack_dim(self) -> int:
+        """The batch dim along which the parts are stacked."""
+        return self._stack_dim
+
+    @property
+    def batch_size(self) -> torch.Size:
+        """The parts' batch size with the number of parts inserted at ``stack_dim``."""
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: Sequence[int]) -> None:
+        new = as_size(value)
+        sd = self._stack_dim
+        if len(new) <= sd or new[sd] != len(self.tensordicts):
+            raise RuntimeError(f"cannot set the batch size of a lazy stack of "
+                               f"{len(self.tensordicts)} parts along dim {sd} to {new}")
+        for td in self.tensordicts:
+            td.batch_size = new[:sd] + new[sd + 1:]
+        self._batch_size = new
+
+    @property
+    def device(self) -> torch.device | None:
+        """The device shared by every part, or None."""
+        if self._device is _UNKNOWN:
+            self._device = _common_device(self.tensordicts)
+        return self._device
+
+    @device.setter
+    def device(self, value: Any) -> None:
+        raise RuntimeError("set the device with `td.to(device)` or `td.clear_device_()`")
+
+    @property
+    def names(self) -> list[str | None]:
+        """The parts' dim names with ``stack_dim_name`` at the stack dim."""
+        if self.tensordicts:
+            names = list(self.tensordicts[0].names)
+        else:
+            names = [None] * (len(self._batch_size) - 1)
+        names.insert(self._stack_dim, self._stack_dim_name)
+        return names
+
+    @names.setter
+    def names(self, value: Sequence[str | None] | None) -> None:
+        if value is None:
+            value = [None] * len(self._batch_size)
+        value = list(value)
+        if len(value) != len(self._batch_size):
+            raise ValueError(f"{len(value)} names given for a batch size of "
+                             f"{len(self._batch_size)} dims")
+        stack_name = value.pop(self._stack_dim)
+        for td in self.tensordicts:
+            td.names = value if any(n is not None for n in value) else None
+        self._stack_dim_name = stack_name
+
+    @property
+    def _names(self) -> tuple[str | None, ...] | None:
+        names = self.names
+        return tuple(names) if any(n is not None for n in names) else None
+
+    @property
+    def is_locked(self) -> bool:
+        """Whether entries can be added, removed or replaced."""
+        return self._is_locked
+
+    @is_locked.setter
+    def is_locked(self, value: bool) -> None:
+        self.lock_() if value else self.unlock_()
+
+    def _propagate_lock(self, locked: bool) -> None:
+        self._is_locked = locked
+        for td in self.tensordicts:
+            td._propagate_lock(locked)
+
+    def _part_size(self) -> torch.Size:
+        sd = self._stack_dim
+        return self._batch_size[:sd] + self._batch_size[sd + 1:]
+
+    # -- reading -------------------------------------------------------------------------------
+    def _keys_str(self) -> Iterator[str]:
+        parts = self.tensordicts
+        if not parts:
+            return iter(())
+        if len(parts) == 1:
+            return parts[0]._keys_str()
+        first = list(parts[0]._keys_str())
+        common = set(first).intersection(*[td._keys_str() for td in parts[1:]])
+        return iter(first) if len(common) == len(first) else (k for k in first if k in common)
+
+    def _get_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
+        values = list(map(operator.methodcaller("_get_str", key, None), self.tensordicts))
+        if any(value is None for value in values):
+            if default is not NO_DEFAULT:
+                return default
+            raise errors.missing_key(key, list(self._keys_str()))
+        if not values:
+            if default is not NO_DEFAULT:
+                return default
+            raise errors.missing_key(key, [])
+        return self._stack_entry(key, values)
+
+    def _peek_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
+        if not self.tensordicts or key not in self._keys_str():
+            return self._get_str(key, default)
+        return self.tensordicts[0]._peek_str(key, default)
+
+    def _stack_entry(self, key: Any, values: list[Any]) -> Any:
+        first = values[0]
+        if isinstance(first, _Tensor):
+            return stack_tensors(key, values, self._stack_dim)
+        if getattr(first, "_is_non_tensor", False):
+            from tensordict._nontensor import NonTensorStack
+
+            return NonTensorStack._new_unsafe(values, self._stack_dim)
+        return LazyStackedTensorDict._new_unsafe(values, self._stack_dim)
+
+    def __getitem__(self, index: Any) -> Any:
+        if index.__class__ is int and not self._stack_dim:
+            try:
+                return self.tensordicts[index]
+            except IndexError:
+                pass  # _index raises, naming the batch size
+        if index.__class__ is str:
+            return unwrap_non_tensor(self._get_str(index))
+        if index.__class__ is tuple and index and all(isinstance(k, (str, tuple)) for k in index):
+            return unwrap_non_tensor(self._get_path(index, NO_DEFAULT))
+        return self._index(index)
+
+    def get(self, key: NestedKey, *args: Any, as_list: bool = False,
+            as_padded_tensor: bool = False, as_nested_tensor: bool = False,
+            padding_side: str = "right", layout: torch.layout | None = None,
+            padding_value: float = 0.0, **kwargs: Any) -> Any:
+        """The value at ``key``, stacked; entries of different shapes on request only.
+
+        Args:
+            as_list: the parts' values, as a list.
+            as_padded_tensor: stacked after padding them to a common shape with
+                ``padding_value`` (on the ``padding_side``).
+            as_nested_tensor: a ``torch.nested`` tensor of the given ``layout``.
+
+        >>> stack = lazy_stack([TensorDict(x=torch.zeros(1)), TensorDict(x=torch.ones(2))])
+        >>> stack.get("x", as_nested_tensor=True, layout=torch.jagged).is_nested
+        True
+        """
+        if not (as_list or as_padded_tensor or as_nested_tensor):
+            return super().get(key, *args, **kwargs)
+        path = unravel_key_to_tuple(key)
+        parent = self._get_path(path[:-1]) if len(path) > 1 else self
+        values = [td._get_path(path[-1]) for td in parent.tensordicts]
+        return self.lazy_stack(
+            values, parent.stack_dim, as_list=as_list, as_padded_tensor=as_padded_tensor,
+            as_nested_tensor=as_nested_tensor, padding_side=padding_side, layout=layout,
+            padding_value=padding_value)
+
+    def get_item_shape(self, key: NestedKey) -> torch.Size:
+        """The shape of ``key`` as stacked, with ``-1`` at the dims where the parts differ.
+
+        >>> lazy_stack([TensorDict(x=torch.zeros(3, 2)), TensorDict(x=torch.zeros(5, 2))]
+        ...            ).get_item_shape("x")
+        torch.Size([2, -1, 2])
+        """
+        path = unravel_key_to_tuple(key)
+        parent = self._get_path(path[:-1]) if len(path) > 1 else self
+        shapes = [td.get_item_shape(path[-1]) for td in parent.tensordicts]
+        shape = common_shape(shapes)
+        if len(shape) != len(shapes[0]):
+            return shape
+        sd = parent.stack_dim
+        return shape[:sd] + torch.Size([len(shapes)]) + shape[sd:]
+
+    # -- writing -------------------------------------------------------------------------------
+    def _set_str(self, key: str, value: Any, *, inplace: bool, validated: bool,
+                 non_blocking: bool = False) -> LazyStackedTensorDict:
+        if not validated:
+            value = self._validate_value(value, key, non_blocking)
+        if self._is_locked and not (inplace and key in self._keys_str()):
+            raise errors.locked()
+        for td, piece in zip(self.tensordicts, self._split(value)):
+            td._set_str(key, piece, inplace=inplace, validated=True, non_blocking=non_blocking)
+        return self
+
+    def _validate_value(self, value: Any, key: str, non_blocking: bool = False) -> Any:
+        """``value`` in its stored form for the whole stack (checked against the batch)."""
+        batch_size = self._batch_size
+        if isinstance(value, _Tensor):
+            device = self.device
+            if device is not None and value.device != device:
+                value = value.to(device, non_blocking=non_blocking)
+            if value.shape[: len(batch_size)] != batch_size:
+                raise errors.batch_mismatch(key, value.shape, batch_size)
+            return value
+        if isinstance(value, LazyStackedTensorDict) and value.stack_dim == self._stack_dim \
+                and value.batch_size == batch_size:
+            return value
+        return DictMixin._empty_child(self)._validate_value(value, key, non_blocking)
+
+    def _split(self, value: Any) -> list[Any]:
+        """``value`` (the stored form of an entry of the whole stack) cut along the stack dim."""
+        sd, n = self._stack_dim, len(self.tensordicts)
+        if isinstance(value, LazyStackedTensorDict) and value.stack_dim == sd:
+            return value.tensordicts
+        if isinstance(value, _Tensor):
+            return list(value.unbind(sd))
+        return [value[(slice(None),) * sd + (i,)] for i in range(n)]
+
+    def _del_str(self, key: str) -> None:
+        if self._is_locked:
+            raise errors.locked("delete an entry of a")
+        if key not in self._keys_str():
+            raise errors.missing_key(key, list(self._keys_str()))
+        for td in self.tensordicts:
+            td._del_str(key)
+
+    def _empty_child(self) -> LazyStackedTensorDict:
+        """An empty sub-stack whose parts are new empty sub-TensorDicts of the parts."""
+        if not self.tensordicts:
+            return super()._empty_child()
+        return LazyStackedTensorDict._new_unsafe(
+            [td._empty_child() for td in self.tensordicts], self._stack_dim)
+
+    # -- indexing ------------------------------------------------------------------------------
+    def _index(self, index: Any) -> Any:
+        if index.__class__ is int and self._stack_dim == 0:
+            try:
+                return self.tensordicts[index]
+            except IndexError:
+                indexed_batch_size(self._batch_size, index)  # raises, naming the batch size
+                raise
+        parts = normalize_index(index, self._batch_size)
+        if all(p.__class__ in _SIMPLE for p in parts):
+            return self._index_simple(parts)
+        batch_size = indexed_batch_size(self._batch_size, parts)
+        key = parts[0] if len(parts) == 1 else parts
+        return self._apply_nest(lambda x: x[key], batch_size=batch_size)
+
+    def _index_simple(self, parts: tuple[Any, ...]) -> Any:
+        """Index with ints, slices and None: pick parts, then index each."""
+        sd = self._stack_dim
+        indexed_batch_size(self._batch_size, parts)  # raises for out-of-range ints
+        dim, out_dims = 0, 0
+        for position, part in enumerate(parts):
+            if part is not None and dim == sd:
+                chosen = part
+                rest = parts[:position] + parts[position + 1:]
+                break
+            if part is not None:
+                dim += 1
+            out_dims += part.__class__ is not int
+        else:
+            chosen, rest = slice(None), parts
+            out_dims += sd - dim
+        if chosen.__class__ is int:
+            return _index_part(self.tensordicts[chosen], rest)
+        pieces = [_index_part(td, rest) for td in self.tensordicts[chosen]]
+        if not pieces:
+            return self._apply_nest(lambda x: x[parts], batch_size=indexed_batch_size(
+                self._batch_size, parts))
+        return type(self)._new_unsafe(pieces, out_dims)
+
+    def _set_at_index(self, index: Any, value: Any) -> None:
+        parts = normalize_index(index, self._batch_size)
+        sd = self._stack_dim
+        parts += (slice(None),) * (sd + 1 - len(parts))
+        chosen, rest = _part_choice(parts[sd]), parts[:sd] + parts[sd + 1:]
+        if chosen is not None and all(p.__class__ in (int, slice) for p in rest):
+            if chosen.__class__ is int:
+                _set_part(self.tensordicts[chosen], rest, value)
+                return
+            targets = self.tensordicts[chosen] if chosen.__class__ is slice else \
+                [self.tensordicts[i] for i in chosen]
+            sub_batch = indexed_batch_size(self._batch_size, parts)
+            sub_dim = sum(p.__class__ is slice for p in parts[:sd])  # the stack dim, indexed
+            pieces = _split_value(value, sub_batch, sub_dim, len(targets))
+            if pieces is not None:
+                for td, piece in zip(targets, pieces):
+                    _set_part(td, rest, piece)
+                return
+        dense = self.contiguous()  # anything else: write densely, then copy back
+        dense[index] = value
+        self.update_(dense)
+
+    # -- traversal -----------------------------------------------------------------------------
+    def _apply_nest(self, fn: Callable[..., Any], *others: Any, batch_size: Any = None,
+                    names: Any = NO_DEFAULT, inplace: bool = False, **kwargs: Any) -> Any:
+        if batch_size is not None:
+            if not others and not inplace:
+                moved = restructure(self, fn, batch_size)
+                if moved is not None:
+                    if names and isinstance(moved, LazyStackedTensorDict):
+                        moved._stack_dim_name = list(names)[moved.stack_dim]
+                    return moved
+            return self.contiguous()._apply_nest(fn, *others, batch_size=batch_size,
+                                                 names=names, inplace=inplace, **kwargs)
+        sd = self._stack_dim
+        split = [self._split_other(other) for other in others]
+        part_names = NO_DEFAULT
+        if names is not NO_DEFAULT and names is not None:
+            part_names = list(names)
+            del part_names[sd]
+        elif names is None:
+            part_names = None
+        results = [
+            td._apply_nest(fn, *[pieces[i] for pieces in split], names=part_names,
+                           inplace=inplace, **kwargs)
+            for i, td in enumerate(self.tensordicts)
+        ]
+        if inplace:
+            return self
+        if not results:
+            return type(self)(batch_size=self._batch_size, stack_dim=sd)
+        out = type(self)._new_unsafe(results, sd, self._stack_dim_name)
+        if names is not NO_DEFAULT:
+            out._stack_dim_name = None if names is None else list(names)[sd]
+        return out
+
+    def _split_other(self, other: Any) -> list[Any]:
+        """Another collection of the stack's batch size, cut into one piece per part."""
+        if isinstance(other, dict):
+            other = self._validate_value(other, "<other>")
+        if not is_tensor_collection(other):
+            raise TypeError(f"cannot pair a lazy stack with a {type(other).__name__}")
+        if other.batch_size[: len(self._batch_size)] != self._batch_size:
+            raise errors.batch_mismatch("<other>", other.batch_size, self._batch_size)
+        return self._split(other)
+
+    def __repr__(self) -> str:
+        return lazy_repr(self)
+
+
+allow_weights_only_load(LazyStackedTensorDict)
+
+
+def lazy_stack(items: Sequence[Any], dim: int = 0, *, out: Any = None, **kwargs: Any) -> Any:
+    """Stack TensorDicts lazily (see :meth:`LazyStackedTensorDict.lazy_stack`).
+
+    >>> import torch
+    >>> from tensordict import TensorDict, lazy_stack
+    >>> lazy_stack([TensorDict(a=torch.zeros(3)), TensorDict(a=torch.ones(3))]).batch_size
+    torch.Size([2])
+    """
+    return LazyStackedTensorDict.lazy_stack(items, dim, out=out, **kwargs)
+
+
+# -- helpers -------------------------------------------------------------------------------------
+def _stacked_size(parts: list[Any], stack_dim: int) -> torch.Size:
+    for kind in set(map(type, parts)):
+        if not is_tensor_collection(kind):
+            i = next(i for i, td in enumerate(parts) if type(td) is kind)
+            raise TypeError(f"a lazy stack holds tensor collections, got a {kind.__name__} "
+                            f"at position {i}")
+    sizes = list(map(_BATCH_SIZE, parts))
+    size = sizes[0]
+    if sizes.count(size) != len(sizes):
+        i, other = next((i, s) for i, s in enumerate(sizes) if s != size)
+        raise RuntimeError(f"lazy stacks need parts of the same batch size: part 0 has {size}, "
+                           f"part {i} has {other}")
+    if not -len(size) - 1 <= stack_dim <= len(size):
+        raise IndexError(f"stack dim {stack_dim} is out of range for parts of batch size {size}")
+    stack_dim %= len(size) + 1
+    return size[:stack_dim] + torch.Size([len(parts)]) + size[stack_dim:]
+
+
+def _common_device(parts: list[Any]) -> torch.device | None:
+    if not parts:
+        return None
+    devices = list(map(_DEVICE, parts))
+    return devices[0] if devices.count(devices[0]) == len(devices) else None
+
+
+def _index_part(td: Any, rest: tuple[Any, ...]) -> Any:
+    """``td[rest]``, or ``td`` itself when ``rest`` selects everything."""
+    if all(p.__class__ is slice and p == slice(None) for p in rest):
+        return td
+    return td[rest]
+
+
+def _part_choice(part: Any) -> int | slice | list[int] | None:
+    """The parts an index of the stack dim picks: an int, a slice or a list (None: other)."""
+    if part.__class__ in (int, slice):
+        return part
+    if isinstance(part, _Tensor) and part.ndim == 1:
+        return (part.nonzero().squeeze(-1) if part.dtype is torch.bool else part).tolist()
+    return None
+
+
+def _set_part(td: Any, rest: tuple[Any, ...], value: Any) -> None:
+    """``td[rest] = value``, in place, ``rest`` possibly empty."""
+    td._set_at_index(rest if rest else (), value)
+
+
+def _split_value(value: Any, sub_batch: torch.Size, dim: int, count: int) -> list[Any] | None:
+    """``value`` (written at a slice of the stack dim) as one piece per part, or None."""
+    if isinstance(value, (int, float, bool)) or (isinstance(value, _Tensor) and not value.ndim):
+        return [value] * count
+    if isinstance(value, dict):
+        from tensordict._td import TensorDict
+
+        value = TensorDict(value, batch_size=sub_batch)
+    shape = value.batch_size if is_tensor_collection(value) else getattr(value, "shape", None)
+    if shape is None or shape[: len(sub_batch)] != sub_batch:
+        return None
+    if isinstance(value, _Tensor):
+        return list(value.unbind(dim))
+    return [value[(slice(None),) * dim + (i,)] for i in range(count)]

@@ -1,0 +1,346 @@
+"""The dictionary and list side of a lazy stack: growing it, operations handed to each
+part, and the repr.
+
+Selecting, renaming, flattening or updating keys of a lazy stack does the same to every
+part, so the result is a lazy stack again and nothing is stacked; ``insert``, ``append``
+and ``extend`` add parts.
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorDict, lazy_stack
+    >>> a = TensorDict(x=torch.zeros(2), y=torch.zeros(3))
+    >>> stack = lazy_stack([a, TensorDict(x=torch.ones(2), y=torch.ones(4))])
+    >>> stack.select("x").tensordicts[0]
+    TensorDict(batch_size=[], fields={x: f32[2]})
+    >>> _ = stack.rename_key_("y", "z")
+    >>> sorted(a.keys())
+    ['x', 'z']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from tensordict import errors
+from tensordict._base import NO_DEFAULT, is_tensor_collection
+from tensordict._dict_api import KEY_SEPARATOR
+from tensordict._nested_key import NestedKey
+from tensordict._options import get_printoptions
+from tensordict._repr import (
+    _compact_fields,
+    _dtype_abbreviation,
+    _indent,
+    _sizes,
+    compact_repr,
+)
+
+_LINE_WIDTH = 80
+
+
+class LazyDictMixin:
+    """List-like growth, and dictionary operations done part by part."""
+
+    __slots__ = ()
+
+    def _each(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """A lazy stack of ``part.<method>(*args, **kwargs)`` for every part."""
+        results = [getattr(td, method)(*args, **kwargs) for td in self.tensordicts]
+        return type(self)._new_unsafe(results, self.stack_dim, self._stack_dim_name)
+
+    def _each_(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call ``part.<method>(*args, **kwargs)`` on every part; returns self."""
+        for td in self.tensordicts:
+            getattr(td, method)(*args, **kwargs)
+        return self
+
+    # -- growing the stack ------------------------------------------------------------------
+    def insert(self, index: int, tensordict: Any) -> None:
+        """Insert a part at ``index`` of the stack dim.
+
+        >>> stack = TensorDict.lazy_stack([TensorDict(x=torch.zeros(()))])
+        >>> stack.insert(0, TensorDict(x=torch.ones(())))
+        >>> stack["x"]
+        tensor([1., 0.])
+        """
+        if self._is_locked:
+            raise errors.locked("add a part to a")
+        part_size = self._part_size()
+        if not is_tensor_collection(tensordict) or tensordict.batch_size != part_size:
+            raise ValueError(
+                f"Batch sizes in tensordicts differs: stack has batch_size={part_size}, "
+                f"new_value has batch_size={getattr(tensordict, 'batch_size', None)}."
+            )
+        device = self.device
+        if device is not None and tensordict.device != device:
+            tensordict = tensordict.to(device)
+        self.tensordicts.insert(index, tensordict)
+        if len(self.tensordicts) == 1:  # the first part sets the device
+            self._device = tensordict.device
+        sd = self._stack_dim
+        self._batch_size = part_size[:sd] + torch.Size([len(self.tensordicts)]) + part_size[sd:]
+
+    def append(self, tensordict: Any) -> None:
+        """Add a part at the end of the stack dim.
+
+        >>> stack = TensorDict.lazy_stack([TensorDict(x=torch.zeros(()))])
+        >>> stack.append(TensorDict(x=torch.ones(())))
+        >>> stack.batch_size
+        torch.Size([2])
+        """
+        self.insert(len(self.tensordicts), tensordict)
+
+    def extend(self, tensordicts: Sequence[Any] | Any) -> None:
+        """Add parts at the end of the stack dim (a list or a collection unbound along it).
+
+        >>> stack = TensorDict.lazy_stack([TensorDict(x=torch.zeros(()))])
+        >>> stack.extend(TensorDict(x=torch.ones(2), batch_size=[2]))
+        >>> stack["x"]
+        tensor([0., 1., 1.])
+        """
+        if is_tensor_collection(tensordicts):
+            tensordicts = tensordicts.unbind(self._stack_dim)
+        for tensordict in tensordicts:
+            self.append(tensordict)
+
+    # -- keys, part by part ---------------------------------------------------------------
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, tuple):
+            return key in self.keys(include_nested=True)
+        return super().__contains__(key)
+
+    def _filtered(self, rule: Any, prefix: tuple[str, ...] = ()) -> Any:
+        return self._each("_filtered", rule, prefix)
+
+    def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> Any:
+        """A lazy stack of the parts with only ``keys``.
+
+        >>> stack = TensorDict.lazy_stack([TensorDict(a=torch.zeros(()), b=torch.zeros(()))])
+        >>> list(stack.select("a").keys())
+        ['a']
+        """
+        if inplace:
+            return self._each_("select", *keys, inplace=True, strict=strict)
+        return self._each("select", *keys, strict=strict)
+
+    def exclude(self, *keys: NestedKey, inplace: bool = False) -> Any:
+        """A lazy stack of the parts without ``keys``."""
+        if inplace:
+            return self._each_("exclude", *keys, inplace=True)
+        return self._each("exclude", *keys)
+
+    def flatten_keys(self, separator: str = KEY_SEPARATOR, inplace: bool = False,
+                     is_leaf: Any = None) -> Any:
+        """Nested entries of every part as top-level keys joined with ``separator``."""
+        if inplace:
+            return self._each_("flatten_keys", separator, inplace=True, is_leaf=is_leaf)
+        return self._each("flatten_keys", separator, is_leaf=is_leaf)
+
+    def unflatten_keys(self, separator: str = KEY_SEPARATOR, inplace: bool = False) -> Any:
+        """Keys of every part containing ``separator`` split into nested entries."""
+        if inplace:
+            return self._each_("unflatten_keys", separator, inplace=True)
+        return self._each("unflatten_keys", separator)
+
+    def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT,
+              names: Any = None) -> Any:
+        """A lazy stack of empty parts (a TensorDict when ``batch_size`` is given)."""
+        if batch_size is not None or not self.tensordicts:
+            return super().empty(recurse, batch_size=batch_size, device=device, names=names)
+        return self._each("empty", recurse, device=device)
+
+    def rename_key_(self, old_key: NestedKey, new_key: NestedKey, safe: bool = False) -> Any:
+        """Rename ``old_key`` to ``new_key`` in every part; returns self."""
+        if self.is_locked:
+            raise errors.locked("rename an entry of a")
+        return self._each_("rename_key_", old_key, new_key, safe=safe)
+
+    def clear_device_(self) -> Any:
+        """Forget the device of the stack and of its parts; returns self."""
+        self._device = None
+        return self._each_("clear_device_")
+
+    def update(self, input_dict_or_td: Mapping[NestedKey, Any] | Any, clone: bool = False,
+               inplace: bool = False, *, keys_to_update: Sequence[NestedKey] | None = None,
+               non_blocking: bool = False, **kwargs: Any) -> Any:
+        """Write every entry of the input into the parts (each part gets its slice)."""
+        pieces = self._split_other(input_dict_or_td)
+        for td, piece in zip(self.tensordicts, pieces):
+            td.update(piece, clone=clone, inplace=inplace, keys_to_update=keys_to_update,
+                      non_blocking=non_blocking, **kwargs)
+        return self
+
+    def update_(self, input_dict_or_td: Mapping[NestedKey, Any] | Any, clone: bool = False, *,
+                non_blocking: bool = False, keys_to_update: Sequence[NestedKey] | None = None
+                ) -> Any:
+        """Copy every entry of the input into the existing entries of the parts."""
+        pieces = self._split_other(input_dict_or_td)
+        for td, piece in zip(self.tensordicts, pieces):
+            td.update_(piece, clone=clone, non_blocking=non_blocking,
+                       keys_to_update=keys_to_update)
+        return self
+
+    def update_at_(self, input_dict_or_td: Mapping[NestedKey, Any] | Any, idx: Any,
+                   clone: bool = False, *, non_blocking: bool = False) -> Any:
+        """Write the input at batch index ``idx``, into the parts; returns self."""
+        value = input_dict_or_td.clone() if clone else input_dict_or_td
+        self._set_at_index(idx, value)
+        return self
+
+    def unbind(self, dim: int = 0) -> tuple[Any, ...]:
+        """The slices along ``dim``: the parts themselves along the stack dim.
+
+        >>> parts = [TensorDict(x=torch.zeros(2), batch_size=[2])] * 3
+        >>> TensorDict.lazy_stack(parts).unbind(0)[1] is parts[1]
+        True
+        """
+        ndim = len(self.batch_size)
+        if not -ndim <= dim < ndim:
+            raise IndexError(f"dim {dim} is out of range for batch size {self.batch_size}")
+        dim %= ndim
+        if dim == self.stack_dim:
+            return tuple(self.tensordicts)
+        return tuple(self[(slice(None),) * dim + (i,)] for i in range(self.batch_size[dim]))
+
+    def get_nestedtensor(self, key: NestedKey, default: Any = NO_DEFAULT, *,
+                         layout: torch.layout | None = None) -> Any:
+        """``get(key, as_nested_tensor=True, layout=layout)`` (the older spelling)."""
+        if default is not NO_DEFAULT and key not in self.keys(include_nested=True):
+            return default
+        return self.get(key, as_nested_tensor=True, layout=layout)
+
+    def valid_keys(self, *args: Any, **kwargs: Any) -> Any:
+        """The keys shared by every part (same arguments as :meth:`keys`)."""
+        return self.keys(*args, **kwargs)
+
+    # -- batch-shaped masks, cut along the stack dim ---------------------------------------
+    def _split_mask(self, mask: torch.Tensor) -> list[torch.Tensor]:
+        """A batch-shaped (or leading-dims) mask, one piece per part."""
+        if mask.ndim > self._stack_dim:
+            return list(mask.unbind(self._stack_dim))
+        return [mask] * len(self.tensordicts)
+
+    def masked_fill(self, mask: torch.Tensor, value: float | bool) -> Any:
+        """A copy with every leaf set to ``value`` where the batch ``mask`` is True."""
+        pieces = [td.masked_fill(m, value)
+                  for td, m in zip(self.tensordicts, self._split_mask(mask))]
+        return type(self)._new_unsafe(pieces, self._stack_dim, self._stack_dim_name)
+
+    def masked_fill_(self, mask: torch.Tensor, value: float | bool) -> Any:
+        """Set every leaf to ``value`` where the batch ``mask`` is True, in the parts."""
+        for td, m in zip(self.tensordicts, self._split_mask(mask)):
+            td.masked_fill_(m, value)
+        return self
+
+    def where(self, condition: torch.Tensor, other: Any, *, out: Any = None,
+              pad: Any = None) -> Any:
+        """``torch.where(condition, leaf, other_leaf)``, part by part."""
+        others = self._split_other(other) if is_tensor_collection(other) else \
+            [other] * len(self.tensordicts)
+        pieces = [td.where(c, o, pad=pad) for td, c, o in
+                  zip(self.tensordicts, self._split_mask(condition), others)]
+        result = type(self)._new_unsafe(pieces, self._stack_dim, self._stack_dim_name)
+        return result if out is None else out.update_(result)
+
+    def _compact_nested_repr(self, batch_ndim: int) -> str:
+        """How the stack shows as an entry of a TensorDict's compact repr."""
+        extra = self.batch_size[batch_ndim:]
+        return f"{type(self).__name__}{_sizes(extra) if extra else ''}{{{_fields(self)}}}"
+
+
+# -- repr ------------------------------------------------------------------------------------
+def _leaf_text(stack: Any, key: str, ndim: int) -> str:
+    """The compact text of one entry, read from the parts (nothing is stacked)."""
+    sample = stack._peek_str(key)
+    if isinstance(sample, torch.Tensor):
+        return _dtype_abbreviation(sample.dtype) + _sizes(stack.get_item_shape(key)[ndim:])
+    if getattr(sample, "_is_non_tensor", False):
+        kinds = {type(getattr(td._peek_str(key), "data", None)) for td in stack.tensordicts}
+        return kinds.pop().__name__ if len(kinds) == 1 else "NonTensorStack"
+    return "{" + _fields(stack._get_str(key)) + "}"
+
+
+def _field_list(stack: Any) -> list[str]:
+    ndim = len(stack.batch_size)
+    return [f"{key}: {_leaf_text(stack, key, ndim)}" for key in sorted(stack._keys_str())]
+
+
+def _fields(stack: Any) -> str:
+    return ", ".join(_field_list(stack))
+
+
+def _part_fields(td: Any, keys: list[str]) -> str:
+    """The compact fields of ``keys`` of one part (a TensorDict or a lazy stack)."""
+    selected = td.select(*keys)
+    return _fields(selected) if hasattr(selected, "tensordicts") else _compact_fields(selected)
+
+
+def _exclusive(stack: Any) -> dict[int, list[str]]:
+    common = set(stack._keys_str())
+    out: dict[int, list[str]] = {}
+    for i, td in enumerate(stack.tensordicts):
+        extra = sorted(set(td._keys_str()) - common)
+        if extra:
+            out[i] = extra
+    return out
+
+
+def _compact(stack: Any) -> str:
+    if not stack.tensordicts:
+        return compact_repr(stack)
+    head = f"{type(stack).__name__}(batch_size={_sizes(stack.batch_size)}"
+    if stack.device is not None:
+        head += f", device={stack.device}"
+    head += f", stack_dim={stack.stack_dim}"
+    fields = _fields(stack)
+    exclusive = ", ".join(f"{i}: {{{_part_fields(stack.tensordicts[i], keys)}}}"
+                          for i, keys in _exclusive(stack).items())
+    tail = f", exclusive_fields={{{exclusive}}})" if exclusive else ")"
+    line = f"{head}, fields={{{fields}}}{tail}"
+    if len(line) <= _LINE_WIDTH:
+        return line
+    body = ",\n".join("    " + entry for entry in _field_list(stack))
+    return f"{head}, fields={{\n{body}}}{tail}"
+
+
+def _verbose_leaf(sample: torch.Tensor, shape: torch.Size) -> str:
+    return (f"Tensor(shape={shape}, device={sample.device}, dtype={sample.dtype}, "
+            f"is_shared={sample.is_shared()})")
+
+
+def _verbose(stack: Any) -> str:
+    entries = []
+    for key in sorted(stack._keys_str()):
+        sample = stack._peek_str(key)
+        if isinstance(sample, torch.Tensor):
+            text = _verbose_leaf(sample, stack.get_item_shape(key))
+        else:
+            text = repr(stack._get_str(key))
+        entries.append(f"{key}: {text}")
+    exclusive = []
+    for i, keys in _exclusive(stack).items():
+        td = stack.tensordicts[i]
+        lines = []
+        for key in keys:
+            value = td._get_str(key)
+            text = _verbose_leaf(value, value.shape) if isinstance(value, torch.Tensor) \
+                else repr(value)
+            lines.append(f"{key}: {text}")
+        exclusive.append(f"{i} ->\n    " + _indent(",\n".join(lines)))
+    fields = _indent(",\n".join(entries), 8)
+    excl = _indent("\n" + ",\n".join(exclusive), 8) if exclusive else "\n    "
+    return (
+        f"{type(stack).__name__}(\n    fields={{\n        {fields}}},\n"
+        f"    exclusive_fields={{{excl}}},\n"
+        f"    batch_size={stack.batch_size},\n    device={stack.device},\n"
+        f"    is_shared=False,\n    stack_dim={stack.stack_dim})"
+    )
+
+
+def lazy_repr(stack: Any) -> str:
+    """The repr of a lazy stack under the current print options (``-1`` at ragged dims)."""
+    if get_printoptions()["compact"]:
+        return _compact(stack)
+    return _verbose(stack)

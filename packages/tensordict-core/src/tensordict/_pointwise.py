@@ -1,0 +1,441 @@
+"""Pointwise math over the leaves, generated from tables.
+
+Operands are numbers, tensors (broadcast against each leaf, with no batch check) or
+TensorDicts with the same keys (``default=`` fills keys missing from the other one).
+Numbers and TensorDict operands go through torch's ``_foreach`` kernels: one call for
+all the leaves. In-place forms (``add_``, ``td += 1``, ``exp_``) write into the existing
+leaves. Non-tensor entries are kept as they are.
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(a=torch.ones(2), b={"c": torch.zeros(2)}, batch_size=[2])
+    >>> (td * 2 + td)["a"], (1 - td)["b", "c"], td.exp()["b", "c"]
+    (tensor([3., 3.]), tensor([1., 1.]), tensor([1., 1.]))
+    >>> td += 1
+    >>> td["b", "c"]
+    tensor([1., 1.])
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from numbers import Number
+from typing import Any
+
+import torch
+
+from tensordict._base import NO_DEFAULT, is_tensor_collection
+
+_Tensor = torch.Tensor
+
+#: unary ops with ``_foreach`` kernels: ``td.exp()``, ``td.exp_()``, ``torch.exp(td)``
+UNARY = (
+    "abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1",
+    "floor", "frac", "lgamma", "log", "log10", "log1p", "log2", "neg", "reciprocal",
+    "round", "sigmoid", "sign", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
+)
+#: predicates giving a TensorDict of bools
+PREDICATES = ("isfinite", "isnan", "isneginf", "isposinf", "isreal", "isinf")
+#: binary ops: name -> (per-leaf function, ``_foreach`` name or None, has in-place form)
+BINARY: dict[str, tuple[Callable[..., Any], str | None, bool]] = {
+    "add": (torch.add, "add", True),
+    "sub": (torch.sub, "sub", True),
+    "mul": (torch.mul, "mul", True),
+    "div": (torch.div, "div", True),
+    "pow": (torch.pow, "pow", True),
+    "maximum": (torch.maximum, "maximum", True),
+    "minimum": (torch.minimum, "minimum", True),
+    "clamp_min": (torch.clamp_min, "clamp_min", True),
+    "clamp_max": (torch.clamp_max, "clamp_max", True),
+    "mod": (torch.remainder, None, True),
+    "floor_divide": (torch.floor_divide, None, True),
+    "rsub": (lambda x, y, **kw: torch.sub(y, x, **kw), None, False),
+    "logical_and": (torch.logical_and, None, False),
+    "logical_or": (torch.logical_or, None, False),
+    "logical_xor": (torch.logical_xor, None, False),
+    "bitwise_and": (torch.bitwise_and, None, True),
+    "bitwise_or": (torch.bitwise_or, None, True),
+    "bitwise_xor": (torch.bitwise_xor, None, True),
+}
+#: in-place forms that are not ``Tensor.<name>_``
+_IN_PLACE: dict[str, Callable[..., Any]] = {
+    "mod": _Tensor.remainder_,
+    "maximum": lambda x, y: torch.maximum(x, y, out=x),
+    "minimum": lambda x, y: torch.minimum(x, y, out=x),
+}
+
+
+def _is_collection(value: Any) -> bool:
+    return is_tensor_collection(value) and not getattr(value, "_is_non_tensor", False)
+
+
+def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``fn`` with the failing key path and leaf shape added to its errors."""
+    def wrapped(key: Any, x: _Tensor, *others: Any) -> Any:
+        try:
+            return fn(x, *others)
+        except (RuntimeError, TypeError) as err:
+            raise type(err)(f"{name} failed for key {key!r} (leaf shape {tuple(x.shape)}, "
+                            f"dtype {x.dtype}): {err}") from err
+    return wrapped
+
+
+def _leafwise(td: Any, name: str, fn: Callable[..., Any], operands: tuple[Any, ...],
+              default: Any) -> Any:
+    """Apply ``fn(leaf, *operand_leaves)`` through the traversal (with named errors)."""
+    others = tuple(o for o in operands if _is_collection(o))
+    constants = [None if _is_collection(o) else o for o in operands]
+
+    def call(x: _Tensor, *matched: Any) -> Any:
+        it = iter(matched)
+        args = [next(it) if c is None else c for c in constants]
+        return fn(x, *args)
+
+    _check_keys(td, others, default)
+    return td._apply_nest(_named(call, name), *others, named=True, nested_keys=True,
+                          default=default, filter_empty=False)
+
+
+def _check_keys(td: Any, others: tuple[Any, ...], default: Any) -> None:
+    if default is not NO_DEFAULT:
+        return
+    for other in others:
+        mine, theirs = set(td.keys(True, True)), set(other.keys(True, True))
+        if mine != theirs:
+            raise KeyError(
+                f"keys of the TensorDicts mismatch: only in the first "
+                f"{sorted(map(str, mine - theirs))}, only in the second "
+                f"{sorted(map(str, theirs - mine))} (pass default= to fill missing entries)"
+            )
+
+
+def _paired_leaves(td: Any, other: Any, default: Any) -> tuple[list[_Tensor], list[Any]]:
+    _check_keys(td, (other,), default)
+    mine: list[_Tensor] = []
+    theirs: list[Any] = []
+
+    def collect(x: _Tensor, y: Any) -> None:
+        mine.append(x)
+        theirs.append(y)
+
+    td._apply_nest(collect, other, default=default, filter_empty=False)
+    return mine, theirs
+
+
+def _writable(x: _Tensor, y: Any, name: str) -> bool:
+    """Whether ``x.<name>_(y)`` can write its result into ``x`` (dtype and shape)."""
+    dtype = torch.result_type(x, y)
+    if name == "div" and not (dtype.is_floating_point or dtype.is_complex):
+        dtype = torch.get_default_dtype()
+    if not torch.can_cast(dtype, x.dtype):
+        return False
+    shape = y.shape if isinstance(y, _Tensor) else ()
+    return len(shape) <= x.ndim and all(
+        s in (1, t) for s, t in zip(reversed(shape), reversed(x.shape)))
+
+
+def _check_writable(td: Any, name: str, leaves: list[_Tensor], operand: Any, other: Any,
+                    default: Any) -> None:
+    """Raise, naming the key, before an in-place op that would fail half way."""
+    if isinstance(operand, list):
+        ok = all(_writable(x, y, name) for x, y in zip(leaves, operand))
+    else:
+        ok = all(_writable(torch.empty((), dtype=d), operand, name)
+                 for d in {x.dtype for x in leaves})
+    if ok:
+        return
+
+    def check(x: _Tensor, y: Any) -> None:
+        if not _writable(x, y, name):
+            shape = tuple(y.shape) if isinstance(y, _Tensor) else ()
+            raise RuntimeError(f"cannot write the result of {name} with a {_describe(y)} of "
+                               f"shape {shape} into a leaf of shape {tuple(x.shape)}, dtype "
+                               f"{x.dtype}")
+    _leafwise(td, f"{name}_", check, (other,), default)
+
+
+def _describe(value: Any) -> str:
+    return value.dtype if isinstance(value, _Tensor) else type(value).__name__
+
+
+def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
+           default: Any = NO_DEFAULT, **kwargs: Any) -> Any:
+    """``td <name> other`` leaf-wise, through ``_foreach`` when the operand allows it.
+
+    In place, every leaf is checked before the first one is written.
+    """
+    fn, foreach, _ = BINARY[name]
+    if _is_collection(other):
+        leaves, operand = _paired_leaves(td, other, default)
+        if any(not isinstance(o, _Tensor) for o in operand):
+            operand = [torch.as_tensor(o, device=x.device) for o, x in zip(operand, leaves)]
+    else:
+        leaves, operand = td._tensor_leaves(), other
+    if not leaves:
+        return td if inplace else td.copy()
+    if inplace:
+        _check_writable(td, name, leaves, operand, other, default)
+    if foreach is not None and not kwargs.get("alpha") and not isinstance(operand, _Tensor):
+        kernel = getattr(torch, f"_foreach_{foreach}_" if inplace else f"_foreach_{foreach}")
+        try:
+            result = kernel(leaves, operand)
+        except (RuntimeError, TypeError):
+            if inplace:
+                raise
+        else:
+            return td if inplace else td._from_leaves(result)
+    if inplace:
+        method = _IN_PLACE.get(name) or getattr(_Tensor, f"{name}_")
+        for x, y in zip(leaves, operand if isinstance(operand, list) else [operand] * len(leaves)):
+            method(x, y, **kwargs)
+        return td
+    return _leafwise(td, name, lambda x, y: fn(x, y, **kwargs), (other,), default)
+
+
+def unary(td: Any, name: str, *, inplace: bool = False) -> Any:
+    """``torch.<name>`` of every leaf in one ``_foreach`` call."""
+    leaves = td._tensor_leaves()
+    if not leaves:
+        return td if inplace else td.copy()
+    if inplace:
+        fn = getattr(torch, name)
+        for dtype in {x.dtype for x in leaves}:
+            result = fn(torch.ones((), dtype=dtype)).dtype
+            if not torch.can_cast(result, dtype):
+                key = next(k for k, v in td.items(True, True) if v.dtype == dtype)
+                raise RuntimeError(f"{name}_ cannot write its {result} result into the leaf "
+                                   f"{key!r} of dtype {dtype}")
+        getattr(torch, f"_foreach_{name}_")(leaves)
+        return td
+    return td._from_leaves(getattr(torch, f"_foreach_{name}")(leaves))
+
+
+def _make_unary(name: str, inplace: bool) -> Callable[..., Any]:
+    def method(self: Any) -> Any:
+        return unary(self, name, inplace=inplace)
+    suffix = "_" if inplace else ""
+    method.__name__ = method.__qualname__ = name + suffix
+    method.__doc__ = (
+        f"{'In place: ' if inplace else ''}``torch.{name}`` of every leaf.\n\n"
+        f"        >>> td = TensorDict(a=torch.ones(2))\n"
+        f"        >>> td.{name}{suffix}()['a'].shape\n"
+        f"        torch.Size([2])\n"
+    )
+    return method
+
+
+def _make_predicate(name: str) -> Callable[..., Any]:
+    fn = getattr(torch, name)
+
+    def method(self: Any) -> Any:
+        return self._apply_nest(fn, filter_empty=False)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (
+        f"A TensorDict of ``torch.{name}`` of every leaf (bool tensors).\n\n"
+        f"        >>> TensorDict(a=torch.ones(2)).{name}()['a'].dtype\n"
+        f"        torch.bool\n"
+    )
+    return method
+
+
+def _make_binary(name: str, inplace: bool) -> Callable[..., Any]:
+    if inplace:
+        def method(self: Any, other: Any, **kwargs: Any) -> Any:
+            return binary(self, name, other, inplace=True, **kwargs)
+    else:
+        def method(self: Any, other: Any, *, default: Any = NO_DEFAULT, **kwargs: Any) -> Any:
+            return binary(self, name, other, default=default, **kwargs)
+    suffix = "_" if inplace else ""
+    dtype = "torch.int64" if name.startswith("bitwise") else "torch.float32"
+    method.__name__ = method.__qualname__ = name + suffix
+    method.__doc__ = (
+        f"{'In place: ' if inplace else ''}``{name}`` of every leaf with ``other`` (a number, "
+        f"a tensor broadcast to each leaf, or a TensorDict with the same keys"
+        f"{'' if inplace else '; default= fills missing keys'}).\n\n"
+        f"        >>> td = TensorDict(a=torch.ones(2, dtype={dtype}))\n"
+        f"        >>> td.{name}{suffix}(td)['a'].shape\n"
+        f"        torch.Size([2])\n"
+    )
+    return method
+
+
+def _reflected(name: str) -> Callable[..., Any]:
+    fn = getattr(operator, name)
+
+    def method(self: Any, other: Any) -> Any:
+        if _is_collection(other):
+            return NotImplemented
+        return _leafwise(self, f"__r{name}__", lambda x: fn(other, x), (), NO_DEFAULT)
+    method.__name__ = f"__r{name}__"
+    return method
+
+
+class PointwiseMixin:
+    """Leaf-wise arithmetic, unary functions and predicates (methods generated below)."""
+
+    __slots__ = ()
+
+    def clamp(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+        """Clamp every leaf to ``[min, max]`` (numbers, tensors or TensorDicts).
+
+        >>> TensorDict(a=torch.arange(4.)).clamp(1, 2)["a"]
+        tensor([1., 1., 2., 2.])
+        """
+        if min is None and max is None:
+            raise ValueError("clamp needs min or max")
+        out = self if min is None else binary(self, "clamp_min", min)
+        return out if max is None else binary(out, "clamp_max", max)
+
+    def lerp(self, end: Any, weight: Any) -> Any:
+        """``torch.lerp(leaf, end, weight)`` for every leaf.
+
+        >>> td = TensorDict(a=torch.zeros(2))
+        >>> td.lerp(td + 2, 0.5)["a"]
+        tensor([1., 1.])
+        """
+        return _ternary(self, "lerp", end, weight, inplace=False)
+
+    def lerp_(self, end: Any, weight: Any) -> Any:
+        """In-place :meth:`lerp`."""
+        return _ternary(self, "lerp", end, weight, inplace=True)
+
+    def addcmul(self, tensor1: Any, tensor2: Any, *, value: float = 1) -> Any:
+        """``leaf + value * tensor1 * tensor2`` for every leaf.
+
+        >>> td = TensorDict(a=torch.ones(2))
+        >>> td.addcmul(td, td, value=2)["a"]
+        tensor([3., 3.])
+        """
+        return _ternary(self, "addcmul", tensor1, tensor2, inplace=False, value=value)
+
+    def addcmul_(self, tensor1: Any, tensor2: Any, *, value: float = 1) -> Any:
+        """In-place :meth:`addcmul`."""
+        return _ternary(self, "addcmul", tensor1, tensor2, inplace=True, value=value)
+
+    def addcdiv(self, tensor1: Any, tensor2: Any, value: float = 1) -> Any:
+        """``leaf + value * tensor1 / tensor2`` for every leaf.
+
+        >>> td = TensorDict(a=torch.ones(2))
+        >>> td.addcdiv(td, td + 1, value=2)["a"]
+        tensor([2., 2.])
+        """
+        return _ternary(self, "addcdiv", tensor1, tensor2, inplace=False, value=value)
+
+    def addcdiv_(self, tensor1: Any, tensor2: Any, value: float = 1) -> Any:
+        """In-place :meth:`addcdiv`."""
+        return _ternary(self, "addcdiv", tensor1, tensor2, inplace=True, value=value)
+
+    def zero_(self) -> Any:
+        """Set every leaf to zero, in place.
+
+        >>> TensorDict(a=torch.ones(2)).zero_()["a"]
+        tensor([0., 0.])
+        """
+        leaves = self._tensor_leaves()
+        if leaves:
+            torch._foreach_zero_(leaves)
+        return self
+
+    def fill_(self, key: Any, value: float | bool) -> Any:
+        """Fill the entry ``key`` (every leaf under it, for a sub-TensorDict) with ``value``.
+
+        >>> TensorDict(a=torch.zeros(2)).fill_("a", 3.0)["a"]
+        tensor([3., 3.])
+        """
+        entry = self.get(key) if key in self else None
+        if entry is None:
+            raise KeyError(f"cannot fill {key!r}: no such entry (keys {sorted(self.keys())})")
+        if isinstance(entry, _Tensor):
+            entry.fill_(value)
+        else:
+            for leaf in entry._tensor_leaves():
+                leaf.fill_(value)
+        return self
+
+    def copy_(self, tensordict: Any, non_blocking: bool = False) -> Any:
+        """Copy the leaves of ``tensordict`` (same keys) into this one's leaves.
+
+        >>> td = TensorDict(a=torch.zeros(2))
+        >>> td.copy_(TensorDict(a=torch.ones(2)))["a"]
+        tensor([1., 1.])
+        """
+        mine, theirs = _paired_leaves(self, tensordict, NO_DEFAULT)
+        if mine:
+            torch._foreach_copy_(mine, theirs, non_blocking=non_blocking)
+        return self
+
+    def __rsub__(self, other: Any) -> Any:
+        return binary(self, "rsub", other)
+
+    def __invert__(self) -> Any:
+        return self._apply_nest(torch.bitwise_not, filter_empty=False)
+
+    def bitwise_not(self) -> Any:
+        """``~leaf`` for every leaf.
+
+        >>> (~TensorDict(a=torch.tensor([True])))["a"]
+        tensor([False])
+        """
+        return ~self
+
+
+def _ternary(td: Any, name: str, first: Any, second: Any, *, inplace: bool,
+             **kwargs: Any) -> Any:
+    """lerp / addcmul / addcdiv: ``_foreach`` when both operands fit it, else leaf-wise."""
+    fn = getattr(torch, name)
+    if _is_collection(first) and (_is_collection(second) or (
+            name == "lerp" and isinstance(second, Number))):
+        leaves, firsts = _paired_leaves(td, first, NO_DEFAULT)
+        seconds = _paired_leaves(td, second, NO_DEFAULT)[1] if _is_collection(second) else second
+        if leaves:
+            kernel = getattr(torch, f"_foreach_{name}_" if inplace else f"_foreach_{name}")
+            args = (leaves, firsts, seconds)
+            if name != "lerp":
+                args += (kwargs["value"],)
+            result = kernel(*args)
+            return td if inplace else td._from_leaves(result)
+    if inplace:
+        method = getattr(_Tensor, f"{name}_")
+        _leafwise(td, name, lambda x, a, b: method(x, a, b, **kwargs), (first, second),
+                  NO_DEFAULT)
+        return td
+    return _leafwise(td, name, lambda x, a, b: fn(x, a, b, **kwargs), (first, second),
+                     NO_DEFAULT)
+
+
+def _install() -> None:
+    for name in UNARY:
+        setattr(PointwiseMixin, name, _make_unary(name, False))
+        setattr(PointwiseMixin, name + "_", _make_unary(name, True))
+    for name in PREDICATES:
+        setattr(PointwiseMixin, name, _make_predicate(name))
+    for name, (_, _, has_inplace) in BINARY.items():
+        setattr(PointwiseMixin, name, _make_binary(name, False))
+        if has_inplace:
+            setattr(PointwiseMixin, name + "_", _make_binary(name, True))
+    dunders = {
+        "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_divide",
+        "mod": "mod", "pow": "pow", "and": "bitwise_and", "or": "bitwise_or",
+        "xor": "bitwise_xor",
+    }
+    for dunder, name in dunders.items():
+        setattr(PointwiseMixin, f"__{dunder}__", getattr(PointwiseMixin, name))
+        setattr(PointwiseMixin, f"__i{dunder}__", getattr(PointwiseMixin, name + "_"))
+    for dunder in ("add", "mul", "and", "or", "xor"):
+        setattr(PointwiseMixin, f"__r{dunder}__", getattr(PointwiseMixin, f"__{dunder}__"))
+    for dunder in ("truediv", "floordiv", "mod", "pow"):
+        setattr(PointwiseMixin, f"__r{dunder}__", _reflected(dunder))
+    PointwiseMixin.__neg__ = PointwiseMixin.neg
+    PointwiseMixin.__abs__ = PointwiseMixin.abs
+    PointwiseMixin.__pos__ = lambda self: self
+    PointwiseMixin.negative = PointwiseMixin.neg
+    PointwiseMixin.true_divide = PointwiseMixin.div
+    PointwiseMixin.remainder = PointwiseMixin.mod
+    PointwiseMixin.subtract = PointwiseMixin.sub
+    PointwiseMixin.multiply = PointwiseMixin.mul
+    PointwiseMixin.divide = PointwiseMixin.div
+
+
+_install()

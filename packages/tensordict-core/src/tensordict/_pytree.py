@@ -1,0 +1,234 @@
+"""TensorDict as a ``torch.utils._pytree`` node, so pytree tools and ``torch.func`` see
+its tensors.
+
+The children of a TensorDict are its tensors and sub-TensorDicts; the batch size, dim
+names, device and non-tensor entries travel in the context. Rebuilding follows the
+leaves:
+
+* ``torch.vmap`` hands the function leaves without the mapped dim and re-stacks the
+  outputs. The leaves then sit at another functorch level than when they were flattened,
+  and the batched dim is known exactly (``maybe_get_bdim``) on the way in and found from
+  the shapes on the way out, so the batch size (and names) lose or gain that dim.
+* Otherwise (``tree_map``...) the batch size is kept if every leaf still fits it; else
+  the leaves keep their number of feature dims and the batch size is the leading shape
+  they share (at most as many dims as before).
+
+No part of functorch is patched. Inside ``torch.compile`` dynamo cannot call functorch's
+introspection functions, so there only the leaves' shapes guide the rebuilt batch size.
+
+Limitation: a ``LazyStackedTensorDict`` is flattened into its TensorDicts, so ``vmap``
+cannot map its stack dim (call ``contiguous()`` first).
+
+Example:
+    >>> import torch
+    >>> from torch.utils._pytree import tree_map
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.zeros(2, 3), "n": {"b": torch.ones(2)}}, [2])
+    >>> tree_map(lambda x: x + 1, td)["n", "b"]
+    tensor([2., 2.])
+    >>> torch.vmap(lambda t: t["a"].sum() + t["n", "b"])(td)
+    tensor([1., 1.])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from tensordict._base import TensorDictBase
+from tensordict._td import TensorDict
+
+_functorch = torch._C._functorch
+_Tensor = torch.Tensor
+
+
+class _Context:
+    """What a flattened TensorDict needs to be rebuilt.
+
+    ``probe``: (index among the subtree's tensor leaves, functorch level, shape) of the
+    leaf used to detect vmap entering or leaving.
+    """
+
+    __slots__ = ("cls", "keys", "batch_size", "names", "device", "non_tensor", "probe")
+
+    def __init__(self, cls: type, keys: tuple[str, ...], batch_size: torch.Size,
+                 names: tuple[str | None, ...] | None, device: torch.device | None,
+                 non_tensor: tuple[tuple[str, Any], ...], probe: tuple[int, int, Any]) -> None:
+        self.cls, self.keys, self.batch_size, self.names = cls, keys, batch_size, names
+        self.device, self.non_tensor, self.probe = device, non_tensor, probe
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.cls, self.keys, len(self.batch_size), self.device,
+                tuple(key for key, _ in self.non_tensor))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Context) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"{self.cls.__name__}(keys={list(self.keys)}, batch_size={list(self.batch_size)},"
+                f" device={self.device})")
+
+
+def _tensors(children: Iterable[Any]) -> Iterator[_Tensor]:
+    """The tensor leaves under ``children``, in flattening order."""
+    for child in children:
+        if isinstance(child, _Tensor):
+            yield child
+        elif isinstance(child, TensorDictBase) and not getattr(child, "_is_non_tensor", False):
+            yield from _tensors(child._get_str(key) for key in child._keys_str())
+
+
+def _no_functorch() -> bool:
+    """True outside functorch transforms, and while compiling (dynamo cannot trace the
+    functorch introspection functions: inside a compiled function the batch size of a
+    rebuilt TensorDict follows the leaves' shapes only)."""
+    return torch.compiler.is_compiling() or _functorch.peek_interpreter_stack() is None
+
+
+def _probe(children: list[Any]) -> tuple[int, int, Any]:
+    if _no_functorch():  # no transform active: nothing wrapped
+        first = next(_tensors(children), None)
+        return (0, -1, None if first is None else first.shape)
+    best = (0, -1, None)
+    for index, leaf in enumerate(_tensors(children)):
+        level = _functorch.maybe_get_level(leaf)
+        if best[2] is None or level > best[1]:
+            best = (index, level, leaf.shape)
+    return best
+
+
+def _flatten(td: Any) -> tuple[list[Any], _Context]:
+    keys: list[str] = []
+    children: list[Any] = []
+    non_tensor: list[tuple[str, Any]] = []
+    for key in td._keys_str():
+        value = td._get_str(key)
+        if getattr(value, "_is_non_tensor", False):
+            non_tensor.append((key, value))
+        else:
+            keys.append(key)
+            children.append(value)
+    names = td._names if hasattr(td, "_names") else None
+    return children, _Context(type(td), tuple(keys), td.batch_size, names, td.device,
+                              tuple(non_tensor), (0, -1, None))
+
+
+def _flatten_td(td: Any) -> tuple[list[Any], _Context]:
+    children, context = _flatten(td)
+    context.probe = _probe(children)
+    return children, context
+
+
+def _flatten_with_keys(td: Any) -> tuple[list[tuple[Any, Any]], _Context]:
+    children, context = _flatten_td(td)
+    return [(pytree.MappingKey(k), c) for k, c in zip(context.keys, children)], context
+
+
+def _inserted_dim(new: torch.Size, old: torch.Size) -> int:
+    """The position of the dim ``new`` has more than ``old`` (first match)."""
+    for dim in range(len(new)):
+        if new[:dim] + new[dim + 1:] == old:
+            return dim
+    return len(new)
+
+
+def _follow_vmap(leaf: _Tensor | None, context: _Context
+                 ) -> tuple[torch.Size, tuple[str | None, ...] | None]:
+    """The batch size and names after a vmap level was entered or left, if one was."""
+    batch_size, names = context.batch_size, context.names
+    _, level, shape = context.probe
+    if leaf is None or shape is None or torch.compiler.is_compiling():
+        return batch_size, names
+    current = _functorch.maybe_get_level(leaf)
+    ndim = len(batch_size)
+    if current > level and _functorch.is_batchedtensor(leaf):
+        dim = _functorch.maybe_get_bdim(leaf)  # entering vmap: this dim is hidden
+        if dim < ndim:
+            batch_size = batch_size[:dim] + batch_size[dim + 1:]
+            names = None if names is None else names[:dim] + names[dim + 1:]
+    elif current < level and leaf.dim() == len(shape) + 1:
+        dim = _inserted_dim(leaf.shape, shape)  # leaving vmap: outputs gained this dim
+        if dim <= ndim:
+            batch_size = leaf.shape[: ndim + 1]
+            names = None if names is None else names[:dim] + (None,) + names[dim:]
+    return torch.Size(batch_size), names
+
+
+def _fitting_size(children: list[Any], batch_size: torch.Size, leaf: _Tensor | None,
+                  context: _Context) -> torch.Size:
+    """``batch_size`` if every child fits it, else a batch size the children share.
+
+    The number of batch dims then follows the probe leaf (it keeps its number of
+    feature dims), capped by the longest leading shape every child shares. Children
+    that are neither tensors nor TensorDicts (pytree tools rebuild the structure with
+    placeholders, e.g. the ``in_dims`` of vmap) do not constrain the batch size.
+    """
+    shapes = [c.shape if isinstance(c, _Tensor) else c.batch_size
+              for c in children if isinstance(c, (_Tensor, TensorDictBase))]
+    ndim = len(batch_size)
+    if all(s[:ndim] == batch_size for s in shapes):
+        return batch_size
+    if leaf is not None and context.probe[2] is not None:
+        features = len(context.probe[2]) - len(context.batch_size)
+        ndim = max(min(ndim, leaf.dim() - features), 0)
+    common: list[int] = []
+    for sizes in zip(*(s[:ndim] for s in shapes)):
+        if any(size != sizes[0] for size in sizes):
+            break
+        common.append(sizes[0])
+    return torch.Size(common)
+
+
+def _unflatten(children: Any, context: _Context) -> Any:
+    children = list(children)
+    index = context.probe[0]
+    leaf = next((t for i, t in enumerate(_tensors(children)) if i == index), None)
+    batch_size, names = _follow_vmap(leaf, context)
+    fitted = _fitting_size(children, batch_size, leaf, context)
+    if fitted != batch_size:
+        batch_size, names = fitted, names if len(fitted) == len(batch_size) else None
+    entries = dict(zip(context.keys, children))
+    for key, value in context.non_tensor:
+        entries[key] = value if value.batch_size == batch_size else value._rebatch(batch_size)
+    if names is not None and len(names) != len(batch_size):
+        names = None
+    return context.cls._new_unsafe(entries, batch_size, context.device, names)
+
+
+def _flatten_lazy(td: Any) -> tuple[list[Any], tuple[int]]:
+    return list(td.tensordicts), (td.stack_dim,)
+
+
+def _unflatten_lazy(children: Any, context: tuple[int]) -> Any:
+    from tensordict._lazy import LazyStackedTensorDict
+
+    return LazyStackedTensorDict(*children, stack_dim=context[0])
+
+
+def register_lazy_stack(cls: type) -> None:
+    """Register ``LazyStackedTensorDict`` (its children are its TensorDicts)."""
+    if cls not in pytree.SUPPORTED_NODES:
+        pytree.register_pytree_node(
+            cls, _flatten_lazy, _unflatten_lazy,
+            serialized_type_name="tensordict.LazyStackedTensorDict",
+        )
+
+
+pytree.register_pytree_node(
+    TensorDict, _flatten_td, _unflatten,
+    serialized_type_name="tensordict.TensorDict",
+    flatten_with_keys_fn=_flatten_with_keys,
+)
+
+try:  # the lazy stack lives in its own module; register it when present
+    from tensordict._lazy import LazyStackedTensorDict as _Lazy
+except ImportError:  # pragma: no cover - depends on the installed core version
+    _Lazy = None
+if _Lazy is not None:
+    register_lazy_stack(_Lazy)

@@ -1,0 +1,286 @@
+"""Reductions over the leaves: ``sum mean std var prod nansum nanmean max min amax amin
+norm logsumexp cummax cummin softmax``.
+
+``dim`` names batch dims only (an int, a tuple, negative allowed) and the feature dims
+of each leaf are kept; no ``dim`` reduces each leaf fully (batch size ``[]``);
+``dim="feature"`` reduces the feature dims and keeps the batch; ``reduce=True`` gives one
+tensor for the whole TensorDict.
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(a=torch.ones(2, 3), b={"c": torch.ones(2, 3, 4)}, batch_size=[2, 3])
+    >>> td.sum(dim=1)["b", "c"].shape, td.sum()["a"], td.sum(reduce=True)
+    (torch.Size([2, 4]), tensor(6.), tensor(30.))
+    >>> values, indices = td.max(dim=0)
+    >>> indices["a"].shape
+    torch.Size([3])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from tensordict._base import NO_DEFAULT
+from tensordict._shape_ops import batch_dim
+
+_Tensor = torch.Tensor
+
+
+def _dims(td: Any, dim: Any) -> tuple[int, ...]:
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return tuple(sorted({batch_dim(td, d) for d in dims}))
+
+
+def _reduced_size(td: Any, dims: tuple[int, ...], keepdim: bool) -> tuple[torch.Size, Any]:
+    batch, names = td.batch_size, td.names
+    if keepdim:
+        return torch.Size([1 if i in dims else s for i, s in enumerate(batch)]), names
+    keep = [i for i in range(len(batch)) if i not in dims]
+    return torch.Size([batch[i] for i in keep]), [names[i] for i in keep]
+
+
+def reduce_fully(td: Any, fn: Callable[..., Any], *others: Any) -> Any:
+    """A TensorDict of batch size ``[]`` (nested ones too) of ``fn(leaf, *other_leaves)``,
+    where ``fn`` reduces a leaf (and its matching leaves) to a scalar."""
+    def call(x: Any, *ys: Any) -> Any:
+        return fn(x, *ys) if isinstance(x, _Tensor) else reduce_fully(x, fn, *ys)
+    return td._apply_nest(call, *others, batch_size=torch.Size(), names=None,
+                          call_on_nested=True, filter_empty=False)
+
+
+def reduce_leaves(td: Any, name: str, dim: Any = NO_DEFAULT, keepdim: bool = False, *,
+                  reduce: bool | None = None, **kwargs: Any) -> Any:
+    """``torch.<name>(leaf, dim, keepdim, **kwargs)`` for every leaf, as documented above."""
+    fn = getattr(torch, name)
+    ndim = len(td.batch_size)
+    if reduce:
+        return _reduce_all(td, fn, dim, keepdim, **kwargs)
+    if dim is NO_DEFAULT or dim is None:
+        return reduce_fully(td, lambda x: fn(x, **kwargs))
+    if isinstance(dim, str):
+        if dim != "feature":
+            raise ValueError(f"dim must be batch dims or 'feature', got {dim!r}")
+
+        def feature(x: Any) -> Any:
+            if not isinstance(x, _Tensor):  # a sub-TensorDict: its own batch dims are kept
+                return reduce_leaves(x, name, "feature", keepdim, **kwargs)
+            dims = tuple(range(ndim, x.ndim))
+            return fn(x, dim=dims, keepdim=bool(keepdim), **kwargs) if dims else x
+        return td._apply_nest(feature, call_on_nested=True, filter_empty=False)
+    dims = _dims(td, dim)
+    size, names = _reduced_size(td, dims, bool(keepdim))
+    dim_arg = dims if len(dims) > 1 else dims[0]
+    return td._apply_nest(lambda x: fn(x, dim=dim_arg, keepdim=bool(keepdim), **kwargs),
+                          batch_size=size, names=names, filter_empty=False)
+
+
+def _reduce_all(td: Any, fn: Callable[..., Any], dim: Any, keepdim: bool,
+                **kwargs: Any) -> _Tensor:
+    """One tensor reducing every element of every leaf (over ``dim`` if given)."""
+    leaves = td._tensor_leaves()
+    if not leaves:
+        raise RuntimeError("cannot reduce a TensorDict without tensor leaves to one tensor")
+    if dim is NO_DEFAULT or dim is None:
+        return fn(torch.cat([x.reshape(-1) for x in leaves]), **kwargs)
+    ndim = len(td.batch_size)
+    flat = torch.cat([x.reshape(td.batch_size + (-1,)) for x in leaves], dim=ndim)
+    dims = _dims(td, dim) + (ndim,)
+    out = fn(flat, dim=dims, keepdim=bool(keepdim), **kwargs)
+    return out.squeeze(ndim) if keepdim else out
+
+
+def _with_indices(td: Any, name: str, dim: Any, keepdim: bool, reduce: bool | None,
+                  return_indices: bool) -> Any:
+    """max / min / cummax / cummin: a ``torch.return_types`` pair of TensorDicts."""
+    fn = getattr(torch, name)
+    cumulative = name.startswith("cum")
+    if reduce or dim is NO_DEFAULT or dim is None:
+        if cumulative:
+            raise TypeError(f"{name} needs a dim")
+        amin_max = "amax" if name == "max" else "amin"
+        return reduce_leaves(td, amin_max, dim, keepdim, reduce=reduce)
+    d = batch_dim(td, dim)
+    if cumulative:
+        size, names = td.batch_size, td.names
+        call = (lambda x: fn(x, d))  # noqa: E731
+    else:
+        size, names = _reduced_size(td, (d,), keepdim)
+        call = (lambda x: fn(x, d, keepdim=keepdim))  # noqa: E731
+    if not return_indices:
+        return td._apply_nest(lambda x: call(x).values, batch_size=size, names=names,
+                              filter_empty=False)
+    tensors = td.filter_non_tensor_data()
+    pairs = tensors._apply_nest(call, batch_size=size, names=names, filter_empty=False)
+    values = pairs._apply_nest(_pick(0), is_leaf=_is_pair, filter_empty=False)
+    indices = pairs._apply_nest(_pick(1), is_leaf=_is_pair, filter_empty=False)
+    return getattr(torch.return_types, name)((values, indices))
+
+
+def _is_pair(cls: type) -> bool:
+    return issubclass(cls, tuple)
+
+
+def _pick(i: int) -> Callable[[Any], _Tensor]:
+    return lambda pair: pair[i]
+
+
+class ReductionsMixin:
+    """Reductions (see the module docstring for ``dim``, ``keepdim`` and ``reduce``)."""
+
+    __slots__ = ()
+
+    def sum(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *,
+            dtype: torch.dtype | None = None, reduce: bool | None = None) -> Any:
+        """Sum of every leaf over batch dims ``dim`` (all elements without ``dim``).
+
+        >>> TensorDict(a=torch.ones(2, 3), batch_size=[2]).sum(0)["a"]
+        tensor([2., 2., 2.])
+        """
+        return reduce_leaves(self, "sum", dim, keepdim, reduce=reduce, dtype=dtype)
+
+    def nansum(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *,
+               dtype: torch.dtype | None = None, reduce: bool | None = None) -> Any:
+        """Sum ignoring NaNs (see :meth:`sum`).
+
+        >>> TensorDict(a=torch.tensor([1., float("nan")])).nansum()["a"]
+        tensor(1.)
+        """
+        return reduce_leaves(self, "nansum", dim, keepdim, reduce=reduce, dtype=dtype)
+
+    def mean(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *,
+             dtype: torch.dtype | None = None, reduce: bool | None = None) -> Any:
+        """Mean of every leaf over batch dims ``dim`` (all elements without ``dim``).
+
+        >>> TensorDict(a=torch.arange(4.)).mean()["a"]
+        tensor(1.5000)
+        """
+        return reduce_leaves(self, "mean", dim, keepdim, reduce=reduce, dtype=dtype)
+
+    def nanmean(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *,
+                dtype: torch.dtype | None = None, reduce: bool | None = None) -> Any:
+        """Mean ignoring NaNs (see :meth:`mean`).
+
+        >>> TensorDict(a=torch.tensor([1., float("nan")])).nanmean()["a"]
+        tensor(1.)
+        """
+        return reduce_leaves(self, "nanmean", dim, keepdim, reduce=reduce, dtype=dtype)
+
+    def prod(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *,
+             dtype: torch.dtype | None = None, reduce: bool | None = None) -> Any:
+        """Product of every leaf over batch dims ``dim``.
+
+        >>> TensorDict(a=torch.tensor([2., 3.])).prod()["a"]
+        tensor(6.)
+        """
+        if dim is not NO_DEFAULT and not isinstance(dim, (int, str)) and not reduce:
+            out = self
+            for d in sorted(_dims(self, dim), reverse=True):
+                out = reduce_leaves(out, "prod", d, keepdim, dtype=dtype)
+            return out
+        return reduce_leaves(self, "prod", dim, keepdim, reduce=reduce, dtype=dtype)
+
+    def std(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, correction: int = 1,
+            reduce: bool | None = None) -> Any:
+        """Standard deviation of every leaf over batch dims ``dim``.
+
+        >>> TensorDict(a=torch.tensor([1., 3.])).std()["a"]
+        tensor(1.4142)
+        """
+        return reduce_leaves(self, "std", dim, keepdim, reduce=reduce, correction=correction)
+
+    def var(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, correction: int = 1,
+            reduce: bool | None = None) -> Any:
+        """Variance of every leaf over batch dims ``dim``.
+
+        >>> TensorDict(a=torch.tensor([1., 3.])).var()["a"]
+        tensor(2.)
+        """
+        return reduce_leaves(self, "var", dim, keepdim, reduce=reduce, correction=correction)
+
+    def amax(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *,
+             reduce: bool | None = None) -> Any:
+        """Maximum of every leaf over batch dims ``dim``.
+
+        >>> TensorDict(a=torch.tensor([1., 3.])).amax()["a"]
+        tensor(3.)
+        """
+        return reduce_leaves(self, "amax", dim, keepdim, reduce=reduce)
+
+    def amin(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *,
+             reduce: bool | None = None) -> Any:
+        """Minimum of every leaf over batch dims ``dim``.
+
+        >>> TensorDict(a=torch.tensor([1., 3.])).amin()["a"]
+        tensor(1.)
+        """
+        return reduce_leaves(self, "amin", dim, keepdim, reduce=reduce)
+
+    def max(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: bool | None = None,
+            return_indices: bool = True) -> Any:
+        """Maximum over batch dim ``dim``: ``torch.return_types.max(values, indices)`` of
+        TensorDicts (just the values with ``return_indices=False``); without ``dim``, a
+        TensorDict of each leaf's maximum.
+
+        >>> td = TensorDict(a=torch.tensor([1., 3.]), batch_size=[2])
+        >>> td.max(0).indices["a"], td.max()["a"]
+        (tensor(1), tensor(3.))
+        """
+        return _with_indices(self, "max", dim, keepdim, reduce, return_indices)
+
+    def min(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: bool | None = None,
+            return_indices: bool = True) -> Any:
+        """Minimum over batch dim ``dim`` (see :meth:`max`).
+
+        >>> TensorDict(a=torch.tensor([1., 3.]), batch_size=[2]).min(0).values["a"]
+        tensor(1.)
+        """
+        return _with_indices(self, "min", dim, keepdim, reduce, return_indices)
+
+    def cummax(self, dim: int, *, reduce: bool | None = None,
+               return_indices: bool = True) -> Any:
+        """Cumulative maximum along batch dim ``dim`` (values and indices).
+
+        >>> TensorDict(a=torch.tensor([1., 0.]), batch_size=[2]).cummax(0).values["a"]
+        tensor([1., 1.])
+        """
+        return _with_indices(self, "cummax", dim, False, reduce, return_indices)
+
+    def cummin(self, dim: int, *, reduce: bool | None = None,
+               return_indices: bool = True) -> Any:
+        """Cumulative minimum along batch dim ``dim`` (values and indices).
+
+        >>> TensorDict(a=torch.tensor([0., 1.]), batch_size=[2]).cummin(0).values["a"]
+        tensor([0., 0.])
+        """
+        return _with_indices(self, "cummin", dim, False, reduce, return_indices)
+
+    def logsumexp(self, dim: Any = None, keepdim: bool = False) -> Any:
+        """``torch.logsumexp`` of every leaf over batch dims ``dim`` (all batch dims if None).
+
+        >>> TensorDict(a=torch.zeros(2), batch_size=[2]).logsumexp(0)["a"]
+        tensor(0.6931)
+        """
+        dim = tuple(range(len(self.batch_size))) if dim is None else dim
+        return reduce_leaves(self, "logsumexp", dim, keepdim)
+
+    def norm(self, *, dtype: torch.dtype | None = None) -> Any:
+        """The 2-norm of every leaf (batch size ``[]``).
+
+        >>> TensorDict(a=torch.tensor([3., 4.])).norm()["a"]
+        tensor(5.)
+        """
+        return reduce_fully(self, lambda x: torch.linalg.vector_norm(x, dtype=dtype))
+
+    def softmax(self, dim: int, dtype: torch.dtype | None = None) -> Any:
+        """Softmax of every leaf along batch dim ``dim``.
+
+        >>> TensorDict(a=torch.zeros(2), batch_size=[2]).softmax(0)["a"]
+        tensor([0.5000, 0.5000])
+        """
+        d = batch_dim(self, dim)
+        return self._apply_nest(lambda x: torch.softmax(x, d, dtype=dtype), filter_empty=False)
+

@@ -1,0 +1,196 @@
+"""Saving TensorDicts the PyTorch way: ``state_dict``/``load_state_dict`` and pickling.
+
+* ``state_dict()`` is an ``OrderedDict`` of the tensor leaves under ``"."``-joined keys,
+  like ``nn.Module.state_dict``; batch sizes, devices and non-tensor entries ride in its
+  ``_metadata`` attribute. ``load_state_dict`` copies it back (in place by default).
+* Pickling (``pickle``, ``copy``, ``torch.save``/``torch.load``, multiprocessing) stores
+  the slots of the object, without the context-manager stack. The tensordict classes are
+  registered with ``torch.serialization.add_safe_globals`` when defined, so
+  ``torch.load(path)`` (``weights_only=True``, the default) loads a saved TensorDict.
+  Non-tensor entries load that way only if their Python objects are themselves allowed.
+
+Example:
+    >>> import io
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.zeros(2), "n": {"b": torch.ones(2)}}, [2])
+    >>> list(td.state_dict())
+    ['a', 'n.b']
+    >>> buffer = io.BytesIO()
+    >>> torch.save(td, buffer)
+    >>> _ = buffer.seek(0)
+    >>> torch.load(buffer)["n", "b"]
+    tensor([1., 1.])
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from tensordict._nontensor import NonTensorData
+
+#: slots never pickled: weak references and pending ``with`` actions (closures)
+_TRANSIENT = frozenset({"__weakref__", "_exit_stack"})
+_SLOTS: dict[type, tuple[tuple[str, ...], bool]] = {}
+
+
+def allow_weights_only_load(*classes: type) -> None:
+    """Let ``torch.load(..., weights_only=True)`` rebuild instances of ``classes``."""
+    torch.serialization.add_safe_globals(list(classes))
+
+
+def _pickled_slots(cls: type) -> tuple[tuple[str, ...], bool]:
+    """The slots to pickle, and whether the class has an ``_exit_stack`` slot."""
+    cached = _SLOTS.get(cls)
+    if cached is None:
+        declared: list[str] = []
+        for klass in reversed(cls.__mro__):
+            slots = klass.__dict__.get("__slots__", ())
+            declared += [slots] if isinstance(slots, str) else list(slots)
+        names = tuple(dict.fromkeys(n for n in declared if n not in _TRANSIENT))
+        cached = _SLOTS[cls] = (names, "_exit_stack" in declared)
+    return cached
+
+
+class SerializationMixin:
+    """``state_dict``, ``load_state_dict`` and the pickling protocol."""
+
+    __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.split(".")[0] == "tensordict":
+            allow_weights_only_load(cls)
+
+    # -- pickling -------------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        names, _ = _pickled_slots(type(self))
+        return {name: getattr(self, name) for name in names if hasattr(self, name)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        names, has_exit_stack = _pickled_slots(type(self))
+        for name in names:
+            if name in state:
+                object.__setattr__(self, name, state[name])
+        if has_exit_stack:
+            object.__setattr__(self, "_exit_stack", [])
+
+    # -- state dicts ----------------------------------------------------------------------
+    def state_dict(self, destination: dict[str, Any] | None = None, prefix: str = "",
+                   keep_vars: bool = False, flatten: bool = False) -> dict[str, Any]:
+        """The tensor leaves under ``"."``-joined keys, as ``nn.Module.state_dict``.
+
+        Args:
+            destination: a mapping to fill (a new ``OrderedDict`` by default).
+            prefix: put before every key.
+            keep_vars: keep the tensors as they are (otherwise they are detached).
+            flatten: accepted for compatibility: keys are always ``"."``-joined.
+
+        The ``_metadata`` attribute of the result holds, per sub-TensorDict path, its
+        ``batch_size`` and ``device``, and the non-tensor entries.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(3), "n": {"b": torch.ones(3)}}, [3])
+        >>> sd = td.state_dict(prefix="td.")
+        >>> list(sd), sd._metadata["td"]["batch_size"]
+        (['td.a', 'td.n.b'], torch.Size([3]))
+        """
+        out: Any = OrderedDict() if destination is None else destination
+        metadata: OrderedDict[str, Any] = OrderedDict()
+        _fill_state(self, out, metadata, prefix, keep_vars)
+        try:
+            out._metadata = metadata
+        except AttributeError:  # a plain dict destination has no attributes
+            pass
+        return out
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
+                        assign: bool = False, from_flatten: bool = False) -> Any:
+        """Load a state dict (as :meth:`state_dict` makes); returns self.
+
+        Tensors are copied into the existing leaves unless ``assign=True``. With
+        ``strict=True`` the tensor keys must match exactly; otherwise missing keys are
+        left alone and new ones are added. Non-tensor entries of the metadata are
+        written too. Everything is checked before anything is written.
+
+        Args:
+            state_dict: flat (``"a.b"`` keys) or nested mapping of tensors.
+            strict: require the same keys.
+            assign: store the given tensors instead of copying them.
+            from_flatten: the keys are ``"."``-joined (always understood; kept for
+                compatibility).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(2), "n": {"b": torch.zeros(2)}}, [2])
+        >>> _ = td.load_state_dict({"a": torch.ones(2), "n.b": torch.ones(2)})
+        >>> td["n", "b"]
+        tensor([1., 1.])
+        """
+        tensors = _flat_tensors(state_dict)
+        metadata = getattr(state_dict, "_metadata", {}) or {}
+        non_tensor = {tuple(path.split(".")): meta["non_tensor"]
+                      for path, meta in metadata.items() if "non_tensor" in meta}
+        current = {k if isinstance(k, tuple) else (k,): v
+                   for k, v in self.items(True, True)}
+        if strict:  # non-tensor entries are written but do not count here
+            current = {k: v for k, v in current.items() if isinstance(v, torch.Tensor)}
+            given = tensors.keys()
+            if given != current.keys():
+                raise RuntimeError(
+                    "load_state_dict: the keys do not match: missing from the state dict "
+                    f"{sorted(current.keys() - given)}, unexpected "
+                    f"{sorted(given - current.keys())}"
+                )
+        if not assign:
+            for path, tensor in tensors.items():
+                target = current.get(path)
+                if isinstance(target, torch.Tensor) and target.shape != tensor.shape:
+                    raise RuntimeError(f"load_state_dict: {path!r} has shape {tensor.shape} in "
+                                       f"the state dict but {target.shape} here")
+        from tensordict._td import TensorDict
+
+        source = TensorDict._new_unsafe({}, torch.Size([]))
+        for path, tensor in tensors.items():
+            source.set(path, tensor)
+        for path, value in non_tensor.items():
+            source.set(path, value)
+        with torch.no_grad():
+            self.update(source, inplace=not assign)
+        return self
+
+
+def _fill_state(td: Any, out: Any, metadata: Any, prefix: str, keep_vars: bool) -> None:
+    metadata[prefix[:-1] if prefix.endswith(".") else prefix] = {
+        "batch_size": td.batch_size, "device": td.device}
+    for key in td._keys_str():
+        value = td._get_str(key)
+        name = prefix + key
+        if isinstance(value, torch.Tensor):
+            out[name] = value if keep_vars else value.detach()
+        elif getattr(value, "_is_non_tensor", False):
+            metadata[name] = {"batch_size": value.batch_size, "device": value.device,
+                              "non_tensor": value}
+        else:
+            _fill_state(value, out, metadata, name + ".", keep_vars)
+
+
+def _flat_tensors(state_dict: Mapping[str, Any], prefix: tuple[str, ...] = ()
+                  ) -> dict[tuple[str, ...], torch.Tensor]:
+    """``{path: tensor}`` for a flat (``"a.b"``) or nested state dict."""
+    out: dict[tuple[str, ...], torch.Tensor] = {}
+    for key, value in state_dict.items():
+        path = prefix + (tuple(key.split(".")) if isinstance(key, str) else tuple(key))
+        if isinstance(value, Mapping):
+            out.update(_flat_tensors(value, path))
+        else:
+            out[path] = value
+    return out
+
+
+allow_weights_only_load(NonTensorData)  # lazy stacks register themselves in _lazy.py

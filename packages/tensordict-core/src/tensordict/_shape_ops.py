@@ -1,0 +1,560 @@
+"""Shape ops over the batch dims: each one is a per-leaf function handed to the traversal.
+
+Every function here acts on the leading (batch) dims of a leaf, so it is right for the
+leaves of nested TensorDicts with longer batch sizes too; non-tensor entries follow
+through ``_restructure``. Dim names move with their dims.
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(a=torch.zeros(2, 3, 4), batch_size=[2, 3], names=["x", "y"])
+    >>> td.permute(1, 0).names, td.reshape(-1).batch_size, td.unsqueeze(0).batch_size
+    (['y', 'x'], torch.Size([6]), torch.Size([1, 2, 3]))
+    >>> [part.batch_size for part in td.split([1, 2], dim=1)]
+    [torch.Size([2, 1]), torch.Size([2, 2])]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from tensordict._shapes import expand_size
+
+_Tensor = torch.Tensor
+
+
+# -- helpers -----------------------------------------------------------------------------
+def batch_dim(td: Any, dim: int, *, inserting: bool = False) -> int:
+    """``dim`` as a non-negative batch dim of ``td`` (one past the end if ``inserting``)."""
+    ndim = len(td.batch_size) + int(inserting)
+    if not isinstance(dim, int) or not -ndim <= dim < ndim:
+        raise IndexError(f"dim {dim} is out of range for a TensorDict of batch size "
+                         f"{td.batch_size} (only batch dims can be used)")
+    return dim % ndim
+
+
+def _shape_args(args: Sequence[Any]) -> list[int]:
+    """``(2, 3)``, ``((2, 3),)`` or ``(torch.Size([2, 3]),)`` as a list of ints."""
+    if len(args) == 1 and isinstance(args[0], (Sequence, torch.Size)):
+        args = args[0]
+    return [int(a) for a in args]
+
+
+def _infer_size(shape: Sequence[int], batch_size: torch.Size) -> torch.Size:
+    """``shape`` with its ``-1`` resolved so that it holds ``batch_size.numel()`` elements."""
+    shape = list(shape)
+    numel = batch_size.numel()
+    known = math.prod([s for s in shape if s != -1])  # a list: torch.compile-friendly
+    if shape.count(-1) == 1 and known and numel % known == 0:
+        shape[shape.index(-1)] = numel // known
+    if shape.count(-1) or math.prod(shape) != numel:
+        raise RuntimeError(f"shape {list(shape)} is invalid for a batch of size {batch_size} "
+                           f"({numel} elements)")
+    return torch.Size(shape)
+
+
+def _split_sizes(size: int, split_size: int | Sequence[int]) -> list[int]:
+    if isinstance(split_size, int):
+        if split_size <= 0:
+            raise ValueError(f"split_size must be positive, got {split_size}")
+        return [min(split_size, size - start) for start in range(0, size, split_size)] or [0]
+    sizes = [int(s) for s in split_size]
+    if sum(sizes) != size:
+        raise RuntimeError(f"split sizes {sizes} do not add up to the size {size} of the dim")
+    return sizes
+
+
+def _restructure_parts(td: Any, whole: Callable[[_Tensor], Sequence[_Tensor]],
+                       parts: Sequence[Callable[[_Tensor], _Tensor]],
+                       sizes: Sequence[torch.Size], names: Any) -> tuple[Any, ...]:
+    """Cut ``td`` in pieces: ``whole(leaf)`` gives all pieces of a leaf at once and
+    ``parts[i](leaf)`` the i-th alone (used for non-tensor entries and other collections).
+    """
+    from tensordict._td import TensorDict
+
+    if type(td) is not TensorDict:
+        return tuple(td._apply_nest(fn, batch_size=size, names=names, filter_empty=False)
+                     for fn, size in zip(parts, sizes))
+    ndim = len(td.batch_size)
+    outs: list[dict[str, Any]] = [{} for _ in sizes]
+    for key, value in td._tensordict.items():
+        if isinstance(value, _Tensor):
+            for out, piece in zip(outs, whole(value)):
+                out[key] = piece
+            continue
+        extra = value.batch_size[ndim:]
+        if getattr(value, "_is_non_tensor", False):
+            for out, fn, size in zip(outs, parts, sizes):
+                out[key] = value._restructure(fn, size + extra)
+            continue
+        child_names = None if names is None else tuple(names) + tuple(value.names[ndim:])
+        pieces = _restructure_parts(value, whole, parts, [s + extra for s in sizes], child_names)
+        for out, piece in zip(outs, pieces):
+            out[key] = piece
+    names = None if names is None or all(n is None for n in names) else tuple(names)
+    return tuple(TensorDict._new_unsafe(out, size, td.device, names)
+                 for out, size in zip(outs, sizes))
+
+
+def _split_along(td: Any, dim: int, sizes: list[int]) -> tuple[Any, ...]:
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    batch = td.batch_size
+    new_sizes = [batch[:dim] + torch.Size([s]) + batch[dim + 1:] for s in sizes]
+    parts = [lambda x, a=a, n=n: x.narrow(dim, a, n) for a, n in zip(starts, sizes)]
+    return _restructure_parts(td, lambda x: x.split(sizes, dim), parts, new_sizes, td.names)
+
+
+class ShapeOpsMixin:
+    """Reshaping, reordering, cutting and repeating the batch dims."""
+
+    __slots__ = ()
+
+    def _reshaped(self, fn: Callable[[_Tensor], _Tensor], batch_size: torch.Size,
+                  names: Sequence[str | None] | None) -> Any:
+        return self._apply_nest(fn, batch_size=batch_size, names=names, filter_empty=False)
+
+    # -- reshaping -------------------------------------------------------------------------
+    def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> Any:
+        """A TensorDict whose leaves are views with the batch dims reshaped to ``shape``.
+
+        A dtype instead of a shape views every leaf as that dtype.
+
+        >>> td = TensorDict(a=torch.zeros(2, 3, 4), batch_size=[2, 3])
+        >>> td.view(-1)["a"].shape
+        torch.Size([6, 4])
+        """
+        if len(shape) == 1 and isinstance(shape[0], torch.dtype):
+            dtype = shape[0]
+            return self._reshaped(lambda x: x.view(dtype), self.batch_size, self.names)
+        shape = size if size is not None else batch_size if batch_size is not None else shape
+        new = _infer_size(_shape_args(shape), self.batch_size)
+        if new == self.batch_size:
+            return self
+        ndim = len(self.batch_size)
+        lead = tuple(new)  # plain ints: torch parses a tuple much faster than a Size
+        return self._reshaped(lambda x: x.view(*lead, *x.shape[ndim:]), new, None)
+
+    def reshape(self, *shape: Any, **kwargs: Any) -> Any:
+        """Like :meth:`view`, copying leaves that cannot be viewed.
+
+        >>> TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3]).reshape(3, 2).batch_size
+        torch.Size([3, 2])
+        """
+        shape = kwargs.pop("shape", kwargs.pop("batch_size", shape))
+        new = _infer_size(_shape_args(shape), self.batch_size)
+        if new == self.batch_size:
+            return self
+        ndim = len(self.batch_size)
+        lead = tuple(new)
+        return self._reshaped(lambda x: x.reshape(*lead, *x.shape[ndim:]), new, None)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
+        """Merge the batch dims ``start_dim..end_dim`` into one.
+
+        >>> TensorDict(a=torch.zeros(2, 3, 4), batch_size=[2, 3]).flatten(0, 1)["a"].shape
+        torch.Size([6, 4])
+        """
+        if not len(self.batch_size):
+            return self.unsqueeze(0)
+        start, end = batch_dim(self, start_dim), batch_dim(self, end_dim)
+        if end < start:
+            raise RuntimeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        batch = self.batch_size
+        new = batch[:start] + torch.Size([batch[start:end + 1].numel()]) + batch[end + 1:]
+        names = self.names
+        names = names[:start] + [names[start] if start == end else None] + names[end + 1:]
+        return self._reshaped(lambda x: x.flatten(start, end), new, names)
+
+    def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> Any:
+        """Split the batch dim ``dim`` into ``unflattened_size``.
+
+        >>> TensorDict(a=torch.zeros(6), batch_size=[6]).unflatten(0, (2, 3)).batch_size
+        torch.Size([2, 3])
+        """
+        dim = batch_dim(self, dim)
+        batch = self.batch_size
+        sizes = _infer_size(list(unflattened_size), torch.Size([batch[dim]]))
+        new = batch[:dim] + sizes + batch[dim + 1:]
+        names = self.names
+        names = names[:dim] + [names[dim]] + [None] * (len(sizes) - 1) + names[dim + 1:]
+        return self._reshaped(lambda x: x.unflatten(dim, sizes), new, names)
+
+    def squeeze(self, dim: int | None = None) -> Any:
+        """Remove batch dims of size 1 (all of them, or ``dim`` if it has size 1).
+
+        >>> TensorDict(a=torch.zeros(1, 3, 1), batch_size=[1, 3, 1]).squeeze().batch_size
+        torch.Size([3])
+        """
+        batch = self.batch_size
+        if dim is None:
+            dims = tuple(i for i, s in enumerate(batch) if s == 1)
+        else:
+            dim = batch_dim(self, dim)
+            dims = (dim,) if batch[dim] == 1 else ()
+        if not dims:
+            return self
+        new = torch.Size([s for i, s in enumerate(batch) if i not in dims])
+        names = [n for i, n in enumerate(self.names) if i not in dims]
+        return self._reshaped(lambda x: x.squeeze(dims), new, names)
+
+    def unsqueeze(self, dim: int) -> Any:
+        """Insert a batch dim of size 1 at ``dim``.
+
+        >>> TensorDict(a=torch.zeros(3), batch_size=[3]).unsqueeze(-1).batch_size
+        torch.Size([3, 1])
+        """
+        dim = batch_dim(self, dim, inserting=True)
+        batch = self.batch_size
+        new = batch[:dim] + torch.Size([1]) + batch[dim:]
+        names = self.names
+        return self._reshaped(lambda x: x.unsqueeze(dim), new, names[:dim] + [None] + names[dim:])
+
+    def atleast_1d(self) -> Any:
+        """The TensorDict with at least one batch dim.
+
+        >>> TensorDict(a=torch.zeros(())).atleast_1d().batch_size
+        torch.Size([1])
+        """
+        return self._atleast(1)
+
+    def atleast_2d(self) -> Any:
+        """The TensorDict with at least two batch dims (new dims lead)."""
+        return self._atleast(2)
+
+    def atleast_3d(self) -> Any:
+        """The TensorDict with at least three batch dims (new dims lead)."""
+        return self._atleast(3)
+
+    def _atleast(self, ndim: int) -> Any:
+        out = self
+        while len(out.batch_size) < ndim:
+            out = out.unsqueeze(0)
+        return out
+
+    # -- reordering ------------------------------------------------------------------------
+    def permute(self, *dims: Any) -> Any:
+        """Reorder the batch dims.
+
+        >>> TensorDict(a=torch.zeros(2, 3, 4), batch_size=[2, 3]).permute(1, 0)["a"].shape
+        torch.Size([3, 2, 4])
+        """
+        ndim = len(self.batch_size)
+        order = [batch_dim(self, d) for d in _shape_args(dims)]
+        if sorted(order) != list(range(ndim)):
+            raise ValueError(f"permute needs a permutation of the batch dims {list(range(ndim))},"
+                             f" got {list(dims)}")
+        new = torch.Size([self.batch_size[d] for d in order])
+        names = self.names
+        order_t = tuple(order)
+        return self._reshaped(lambda x: x.permute(order_t + tuple(range(ndim, x.ndim))), new,
+                              [names[d] for d in order])
+
+    def transpose(self, dim0: int, dim1: int) -> Any:
+        """Swap two batch dims.
+
+        >>> TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3]).transpose(0, 1).batch_size
+        torch.Size([3, 2])
+        """
+        d0, d1 = batch_dim(self, dim0), batch_dim(self, dim1)
+        order = list(range(len(self.batch_size)))
+        order[d0], order[d1] = d1, d0
+        return self.permute(order)
+
+    def swapaxes(self, axis0: int, axis1: int) -> Any:
+        """Alias of :meth:`transpose`."""
+        return self.transpose(axis0, axis1)
+
+    def swapdims(self, dim0: int, dim1: int) -> Any:
+        """Alias of :meth:`transpose`."""
+        return self.transpose(dim0, dim1)
+
+    def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
+        """Move batch dims ``source`` to positions ``destination`` (as ``torch.movedim``).
+
+        >>> TensorDict(a=torch.zeros(2, 3, 4), batch_size=[2, 3, 4]).movedim(0, 2).batch_size
+        torch.Size([3, 4, 2])
+        """
+        src = [source] if isinstance(source, int) else list(source)
+        dst = [destination] if isinstance(destination, int) else list(destination)
+        src = [batch_dim(self, d) for d in src]
+        dst = [batch_dim(self, d) for d in dst]
+        if len(src) != len(dst):
+            raise ValueError(f"movedim needs as many sources as destinations, got {src} and "
+                             f"{dst}")
+        order: list[int | None] = [None] * len(self.batch_size)
+        for s, d in zip(src, dst):
+            order[d] = s
+        rest = iter(d for d in range(len(order)) if d not in src)
+        return self.permute([next(rest) if o is None else o for o in order])
+
+    moveaxis = movedim
+
+    def flip(self, dims: int | Sequence[int]) -> Any:
+        """Reverse the order of elements along the batch dims ``dims``.
+
+        >>> TensorDict(a=torch.arange(3), batch_size=[3]).flip(0)["a"]
+        tensor([2, 1, 0])
+        """
+        dims_t = tuple(batch_dim(self, d) for d in ([dims] if isinstance(dims, int) else dims))
+        return self._reshaped(lambda x: x.flip(dims_t), self.batch_size, self.names)
+
+    def fliplr(self) -> Any:
+        """Flip the second batch dim."""
+        return self.flip(1)
+
+    def flipud(self) -> Any:
+        """Flip the first batch dim."""
+        return self.flip(0)
+
+    def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Any:
+        """Roll elements along batch dims (all batch elements flattened if ``dims`` is None).
+
+        >>> TensorDict(a=torch.arange(3), batch_size=[3]).roll(1, 0)["a"]
+        tensor([2, 0, 1])
+        """
+        if dims is None:
+            batch = self.batch_size
+            return self.flatten().roll(shifts, 0).reshape(batch)
+        dims_t = tuple(batch_dim(self, d) for d in ([dims] if isinstance(dims, int) else dims))
+        return self._reshaped(lambda x: x.roll(shifts, dims_t), self.batch_size, self.names)
+
+    def rot90(self, k: int = 1, dims: Sequence[int] = (0, 1)) -> Any:
+        """Rotate by 90 degrees ``k`` times in the plane of two batch dims.
+
+        >>> TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3]).rot90().batch_size
+        torch.Size([3, 2])
+        """
+        d0, d1 = (batch_dim(self, d) for d in dims)
+        new_order = list(range(len(self.batch_size)))
+        if k % 2:
+            new_order[d0], new_order[d1] = d1, d0
+        new = torch.Size([self.batch_size[d] for d in new_order])
+        names = [self.names[d] for d in new_order]
+        return self._reshaped(lambda x: x.rot90(k, (d0, d1)), new, names)
+
+    # -- broadcasting and repeating --------------------------------------------------------
+    def expand(self, *shape: Any) -> Any:
+        """Broadcast the batch to ``shape`` (new leading dims, or size-1 dims grown): the
+        leaves are expanded views, nothing is copied.
+
+        >>> TensorDict(a=torch.zeros(3, 4), batch_size=[3]).expand(2, 3)["a"].shape
+        torch.Size([2, 3, 4])
+        """
+        batch = self.batch_size
+        new = expand_size(_shape_args(shape), batch)
+        try:
+            torch.broadcast_shapes(batch, new)
+            if len(new) < len(batch) or torch.broadcast_shapes(batch, new) != new:
+                raise RuntimeError
+        except RuntimeError:
+            raise RuntimeError(f"cannot expand a TensorDict of batch size {batch} to "
+                               f"{list(new)}") from None
+        ndim = len(batch)
+        names = [None] * (len(new) - ndim) + self.names
+        lead = tuple(new)
+        return self._reshaped(lambda x: x.expand(*lead, *x.shape[ndim:]), new, names)
+
+    def expand_as(self, other: Any) -> Any:
+        """Expand to the shape of a tensor or the batch size of a TensorDict."""
+        return self.expand(other.batch_size if hasattr(other, "batch_size") else other.shape)
+
+    def broadcast_to(self, shape: Sequence[int]) -> Any:
+        """Same as :meth:`expand`."""
+        return self.expand(shape)
+
+    def repeat(self, *repeats: Any) -> Any:
+        """Repeat the batch ``repeats[i]`` times along each batch dim.
+
+        >>> TensorDict(a=torch.arange(2), batch_size=[2]).repeat(2)["a"]
+        tensor([0, 1, 0, 1])
+        """
+        reps = _shape_args(repeats)
+        ndim = len(self.batch_size)
+        if len(reps) != ndim:
+            raise ValueError(f"repeat needs one count per batch dim ({ndim}), got {reps}")
+        new = torch.Size([s * r for s, r in zip(self.batch_size, reps)])
+        return self._reshaped(lambda x: x.repeat(reps + [1] * (x.ndim - ndim)), new, self.names)
+
+    def tile(self, dims: Sequence[int]) -> Any:
+        """Repeat like ``torch.tile``: missing leading counts are 1, extra ones add dims.
+
+        >>> TensorDict(a=torch.arange(2), batch_size=[2]).tile((2,))["a"]
+        tensor([0, 1, 0, 1])
+        """
+        reps = _shape_args((dims,) if isinstance(dims, int) else dims)
+        out = self._atleast(len(reps)) if len(reps) > len(self.batch_size) else self
+        reps = [1] * (len(out.batch_size) - len(reps)) + reps
+        return out.repeat(*reps).rename(*[None] * len(out.batch_size))
+
+    def repeat_interleave(self, repeats: int | _Tensor, dim: int | None = None, *,
+                          output_size: int | None = None) -> Any:
+        """Repeat each batch element ``repeats`` times along ``dim`` (flattened if None).
+
+        >>> TensorDict(a=torch.arange(2), batch_size=[2]).repeat_interleave(2, dim=0)["a"]
+        tensor([0, 0, 1, 1])
+        """
+        if dim is None:
+            return self.flatten().repeat_interleave(repeats, 0, output_size=output_size)
+        dim = batch_dim(self, dim)
+        size = self.batch_size[dim]
+        count = int(repeats * size if isinstance(repeats, int) or not repeats.ndim
+                    else repeats.sum())
+        new = self.batch_size[:dim] + torch.Size([count]) + self.batch_size[dim + 1:]
+        return self._reshaped(
+            lambda x: x.repeat_interleave(repeats, dim, output_size=output_size), new, self.names
+        )
+
+    # -- cutting ---------------------------------------------------------------------------
+    def unbind(self, dim: int = 0) -> tuple[Any, ...]:
+        """The tuple of TensorDicts along batch dim ``dim``.
+
+        >>> [t["a"].item() for t in TensorDict(a=torch.arange(3), batch_size=[3]).unbind(0)]
+        [0, 1, 2]
+        """
+        dim = batch_dim(self, dim)
+        batch = self.batch_size
+        new = batch[:dim] + batch[dim + 1:]
+        names = self.names
+        names = names[:dim] + names[dim + 1:]
+        parts = [lambda x, i=i: x.select(dim, i) for i in range(batch[dim])]
+        return _restructure_parts(self, lambda x: x.unbind(dim), parts, [new] * len(parts),
+                                  names)
+
+    def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Any, ...]:
+        """Pieces of ``split_size`` elements (or of each listed size) along ``dim``.
+
+        >>> [t.batch_size for t in TensorDict(batch_size=[5]).split(2)]
+        [torch.Size([2]), torch.Size([2]), torch.Size([1])]
+        """
+        dim = batch_dim(self, dim)
+        return _split_along(self, dim, _split_sizes(self.batch_size[dim], split_size))
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Any, ...]:
+        """At most ``chunks`` pieces along ``dim``, as ``torch.chunk``.
+
+        >>> [t.batch_size for t in TensorDict(batch_size=[5]).chunk(2)]
+        [torch.Size([3]), torch.Size([2])]
+        """
+        if chunks <= 0:
+            raise ValueError(f"chunks must be positive, got {chunks}")
+        dim = batch_dim(self, dim)
+        size = self.batch_size[dim]
+        return _split_along(self, dim, _split_sizes(size, max(-(-size // chunks), 1)))
+
+    def tensor_split(self, indices_or_sections: int | Sequence[int] | _Tensor,
+                     dim: int = 0) -> tuple[Any, ...]:
+        """Pieces along ``dim`` as ``torch.tensor_split`` (a count or split indices).
+
+        >>> [t.batch_size for t in TensorDict(batch_size=[5]).tensor_split([1, 3])]
+        [torch.Size([1]), torch.Size([2]), torch.Size([2])]
+        """
+        dim = batch_dim(self, dim)
+        sizes = [len(p) for p in torch.arange(self.batch_size[dim]).tensor_split(
+            indices_or_sections)]
+        return _split_along(self, dim, sizes)
+
+    def narrow(self, dim: int, start: int, length: int) -> Any:
+        """The elements ``start..start+length`` along ``dim`` (a view).
+
+        >>> TensorDict(a=torch.arange(5), batch_size=[5]).narrow(0, 1, 2)["a"]
+        tensor([1, 2])
+        """
+        dim = batch_dim(self, dim)
+        start = start % self.batch_size[dim] if start < 0 else start
+        if start + length > self.batch_size[dim]:
+            raise IndexError(f"narrow({dim}, {start}, {length}) goes past the end of batch "
+                             f"size {self.batch_size}")
+        new = self.batch_size[:dim] + torch.Size([length]) + self.batch_size[dim + 1:]
+        return self._reshaped(lambda x: x.narrow(dim, start, length), new, self.names)
+
+    # -- gathering and masking -------------------------------------------------------------
+    def gather(self, dim: int, index: _Tensor, out: Any = None) -> Any:
+        """``torch.gather`` along batch dim ``dim`` with a batch-shaped ``index``.
+
+        >>> td = TensorDict(a=torch.arange(6).view(2, 3), batch_size=[2, 3])
+        >>> td.gather(1, torch.tensor([[2], [0]]))["a"]
+        tensor([[2],
+                [3]])
+        """
+        dim = batch_dim(self, dim)
+        ndim = len(self.batch_size)
+        if index.ndim != ndim:
+            raise RuntimeError(f"gather needs an index with {ndim} dims (the batch dims), got "
+                               f"shape {index.shape}")
+
+        def fn(x: _Tensor) -> _Tensor:
+            extra = x.shape[ndim:]
+            idx = index.reshape(*index.shape, *(1,) * len(extra)).expand(*index.shape, *extra)
+            return x.gather(dim, idx)
+
+        result = self._reshaped(fn, index.shape, self.names)
+        if out is not None:
+            return out.update_(result)
+        return result
+
+    def index_select(self, dim: int, index: _Tensor) -> Any:
+        """The elements at ``index`` along batch dim ``dim``.
+
+        >>> TensorDict(a=torch.arange(3), batch_size=[3]).index_select(0, torch.tensor([2]))["a"]
+        tensor([2])
+        """
+        dim = batch_dim(self, dim)
+        new = self.batch_size[:dim] + torch.Size([index.numel()]) + self.batch_size[dim + 1:]
+        return self._reshaped(lambda x: x.index_select(dim, index), new, self.names)
+
+    def masked_select(self, mask: _Tensor) -> Any:
+        """The elements where ``mask`` (over the leading batch dims) is True, flattened.
+
+        >>> td = TensorDict(a=torch.arange(3), batch_size=[3])
+        >>> td.masked_select(torch.tensor([True, False, True]))["a"]
+        tensor([0, 2])
+        """
+        return self._index(mask)
+
+    def masked_fill(self, mask: _Tensor, value: float | bool) -> Any:
+        """A copy with every leaf set to ``value`` where the batch ``mask`` is True.
+
+        >>> td = TensorDict(a=torch.zeros(2, 2), batch_size=[2])
+        >>> td.masked_fill(torch.tensor([True, False]), 1.0)["a"]
+        tensor([[1., 1.],
+                [0., 0.]])
+        """
+        ndim = mask.ndim
+        return self._apply_nest(
+            lambda x: x.masked_fill(mask.reshape(*mask.shape, *(1,) * (x.ndim - ndim)), value),
+            filter_empty=False,
+        )
+
+    def masked_fill_(self, mask: _Tensor, value: float | bool) -> Any:
+        """In-place :meth:`masked_fill`."""
+        ndim = mask.ndim
+        for leaf in self._tensor_leaves():
+            leaf.masked_fill_(mask.reshape(*mask.shape, *(1,) * (leaf.ndim - ndim)), value)
+        return self
+
+    def where(self, condition: _Tensor, other: Any, *, out: Any = None,
+              pad: Any = None) -> Any:
+        """``torch.where(condition, leaf, other_leaf)`` for each leaf; ``condition`` is
+        batch-shaped (or leading dims) and broadcast to each leaf.
+
+        >>> td = TensorDict(a=torch.ones(2), batch_size=[2])
+        >>> td.where(torch.tensor([True, False]), 0)["a"]
+        tensor([1., 0.])
+        """
+        ndim = condition.ndim
+
+        def fn(x: _Tensor, *y: Any) -> _Tensor:
+            cond = condition.reshape(*condition.shape, *(1,) * (x.ndim - ndim))
+            return torch.where(cond, x, y[0] if y else other)
+
+        others = (other,) if hasattr(other, "_apply_nest") else ()
+        kwargs = {} if pad is None else {"default": pad}
+        result = self._apply_nest(fn, *others, filter_empty=False, **kwargs)
+        if out is not None:
+            return out.update_(result)
+        return result
+

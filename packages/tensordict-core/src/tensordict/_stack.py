@@ -1,0 +1,350 @@
+"""Stacking, concatenating and padding TensorDicts: ``stack``, ``cat``, ``maybe_dense_stack``,
+``pad``, ``pad_sequence``.
+
+A dense stack makes one ``torch.stack`` call per leaf and wraps the results without
+re-validating them. Keys must match at every level (the error names the key and the
+shapes); non-tensor values become a ``NonTensorStack`` (a single ``NonTensorData`` when
+they are equal and :func:`~tensordict.capture_non_tensor_stack` is on).
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorDict, stack, cat
+    >>> tds = [TensorDict(a=torch.zeros(3), s="x", batch_size=[3]) for _ in range(2)]
+    >>> stack(tds, 1).batch_size, cat(tds, 0).batch_size, stack(tds)["s"][0][0]
+    (torch.Size([3, 2]), torch.Size([6]), 'x')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from operator import attrgetter, itemgetter
+from typing import Any
+
+import torch
+
+from tensordict._options import capture_non_tensor_stack, lazy_legacy
+
+_Tensor = torch.Tensor
+
+
+class StackMismatchError(RuntimeError):
+    """TensorDicts whose keys or leaf shapes do not allow a dense stack or cat."""
+
+
+def entries_of(td: Any) -> dict[str, Any]:
+    """The entries of a collection as a dict (a TensorDict's own dict, not a copy)."""
+    entries = getattr(td, "_tensordict", None)
+    if entries.__class__ is dict:
+        return entries
+    return {key: td._get_str(key) for key in td._keys_str()}
+
+
+def _common_device(tds: Sequence[Any]) -> torch.device | None:
+    devices = set(map(attrgetter("device"), tds))
+    return devices.pop() if len(devices) == 1 else None
+
+
+def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor],
+             batch_size: torch.Size, parent_ndim: int, names: Any, device: Any,
+             path: tuple[str, ...], merge_equal: bool) -> Any:
+    """Combine the entries of several TensorDicts level by level (one ``op`` per leaf;
+    non-tensor entries are combined by applying ``op`` to their positions)."""
+    from tensordict._td import TensorDict
+
+    first = parts[0]
+    if len(set(map(len, parts))) != 1:
+        raise _key_mismatch(parts, path)
+    out: dict[str, Any] = {}
+    for key, value in first.items():
+        try:
+            values = list(map(itemgetter(key), parts))
+        except KeyError:
+            raise _key_mismatch(parts, path) from None
+        if isinstance(value, _Tensor):
+            try:
+                out[key] = op(values)
+            except (RuntimeError, TypeError) as err:
+                shapes = [tuple(v.shape) if isinstance(v, _Tensor) else type(v).__name__
+                          for v in values]
+                raise StackMismatchError(
+                    f"cannot stack or cat the entry {path + (key,)!r}: incompatible shapes "
+                    f"{shapes} ({err})"
+                ) from None
+        elif getattr(value, "_is_non_tensor", False):
+            extra = value.batch_size[parent_ndim:]
+            out[key] = combine_non_tensor(values, op, batch_size + extra, merge_equal)
+        else:
+            extra = value.batch_size[parent_ndim:]
+            sizes = set(map(attrgetter("batch_size"), values))
+            if any(size[parent_ndim:] != extra for size in sizes):
+                raise StackMismatchError(
+                    f"cannot stack or cat the entry {path + (key,)!r}: batch sizes "
+                    f"{[list(v.batch_size) for v in values]}"
+                )
+            child_names = None if names is None else tuple(names) + tuple(
+                value.names[parent_ndim:])
+            out[key] = _combine(list(map(entries_of, values)), op, batch_size + extra,
+                                parent_ndim, child_names, device, path + (key,), merge_equal)
+    if names is not None and all(n is None for n in names):
+        names = None
+    return TensorDict._new_unsafe(out, batch_size, device, names)
+
+
+def _key_mismatch(parts: list[dict[str, Any]], path: tuple[str, ...]) -> StackMismatchError:
+    keys = parts[0].keys()
+    i, other = next((i, p) for i, p in enumerate(parts) if p.keys() != keys)
+    missing = sorted(path + (k,) for k in keys - other.keys())
+    extra = sorted(path + (k,) for k in other.keys() - keys)
+    return StackMismatchError(
+        f"cannot stack or cat TensorDicts with different keys: tensordict {i} lacks "
+        f"{missing} and has the extra keys {extra} (use "
+        f"LazyStackedTensorDict.maybe_dense_stack or lazy_stack for heterogeneous structures)"
+    )
+
+
+def combine_non_tensor(values: Sequence[Any], positions_op: Callable[[list[_Tensor]], _Tensor],
+                       batch_size: torch.Size, merge_equal: bool) -> Any:
+    """Stack or cat non-tensor entries (``positions_op`` combines their index tensors);
+    equal ``NonTensorData`` values stay one value if ``merge_equal``."""
+    from tensordict._nontensor import NonTensorData, NonTensorStack
+
+    first = values[0]
+    if merge_equal and all(isinstance(v, NonTensorData) for v in values):
+        if all(same_value(v.data, first.data) for v in values):
+            return NonTensorData(first.data, batch_size=batch_size, device=first.device)
+    flat: list[Any] = []
+    positions = []
+    for value in values:
+        items = flatten_nested(value.tolist(), len(value.batch_size))
+        positions.append(torch.arange(len(flat), len(flat) + len(items)).reshape(
+            value.batch_size))
+        flat += items
+    combined = positions_op(positions)
+    nested = map_nested(combined.tolist(), flat) if combined.ndim else flat[int(combined)]
+    return NonTensorStack.from_list(nested, combined.shape, first.device)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    try:
+        return bool(a is b or a == b)
+    except Exception:  # noqa: BLE001  (objects whose == is not a truth value)
+        return False
+
+
+def flatten_nested(nested: Any, depth: int) -> list[Any]:
+    if not depth:
+        return [nested]
+    return [item for part in nested for item in flatten_nested(part, depth - 1)]
+
+
+def map_nested(nested: Any, values: list[Any]) -> Any:
+    if isinstance(nested, list):
+        return [map_nested(part, values) for part in nested]
+    return values[nested]
+
+
+def _check_batch(tds: Sequence[Any], skip_dim: int | None = None) -> torch.Size:
+    if not tds:
+        raise RuntimeError("stack and cat need a non-empty sequence of TensorDicts")
+    batch = tds[0].batch_size
+    if skip_dim is None:
+        if len(set(map(attrgetter("batch_size"), tds))) == 1:
+            return batch
+        bad = next((i for i, td in enumerate(tds) if td.batch_size != batch), None)
+    else:
+        def key(size: torch.Size) -> tuple[int, ...]:
+            return (len(size),) + tuple(size[:skip_dim]) + tuple(size[skip_dim + 1:])
+        bad = next((i for i, td in enumerate(tds) if key(td.batch_size) != key(batch)), None)
+    if bad is not None:
+        raise StackMismatchError(
+            f"cannot stack or cat TensorDicts of batch sizes {batch} (tensordict 0) and "
+            f"{tds[bad].batch_size} (tensordict {bad})"
+            + ("" if skip_dim is None else f" along dim {skip_dim}")
+        )
+    return batch
+
+
+def stack(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa: A002
+    """Stack TensorDicts of the same batch size and keys along a new batch dim ``dim``.
+
+    >>> tds = [TensorDict(a=torch.full((2,), float(i)), batch_size=[2]) for i in range(3)]
+    >>> stack(tds, 0)["a"]
+    tensor([[0., 0.],
+            [1., 1.],
+            [2., 2.]])
+    """
+    tds = list(input)
+    batch = _check_batch(tds)
+    ndim = len(batch)
+    if not -ndim - 1 <= dim <= ndim:
+        raise IndexError(f"dim {dim} is out of range to stack TensorDicts of batch size {batch}")
+    dim = dim % (ndim + 1)
+    if out is not None:
+        out._apply_nest(lambda o, *xs: torch.stack(xs, dim, out=o), *tds, inplace=True)
+        return out
+    if lazy_legacy():
+        from tensordict._lazy import LazyStackedTensorDict
+
+        return LazyStackedTensorDict.lazy_stack(tds, dim)
+    new = batch[:dim] + torch.Size([len(tds)]) + batch[dim:]
+    names = tds[0].names
+    names = names[:dim] + [None] + names[dim:]
+    return _combine(list(map(entries_of, tds)), lambda xs: torch.stack(xs, dim), new, ndim,
+                    names, _common_device(tds), (), capture_non_tensor_stack())
+
+
+def cat(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa: A002
+    """Concatenate TensorDicts along the existing batch dim ``dim``.
+
+    >>> tds = [TensorDict(a=torch.zeros(n), batch_size=[n]) for n in (1, 2)]
+    >>> cat(tds)["a"].shape
+    torch.Size([3])
+    """
+    tds = list(input)
+    batch = tds[0].batch_size if tds else torch.Size()
+    ndim = len(batch)
+    if not ndim or not -ndim <= dim < ndim:
+        raise IndexError(f"dim {dim} is out of range to cat TensorDicts of batch size {batch}")
+    dim = dim % ndim
+    _check_batch(tds, dim)
+    if out is not None:
+        out._apply_nest(lambda o, *xs: torch.cat(xs, dim, out=o), *tds, inplace=True)
+        return out
+    new = batch[:dim] + torch.Size([sum(td.batch_size[dim] for td in tds)]) + batch[dim + 1:]
+    return _combine(list(map(entries_of, tds)), lambda xs: torch.cat(xs, dim), new, ndim,
+                    tds[0].names, _common_device(tds), (), True)
+
+
+def maybe_dense_stack(input: Sequence[Any], dim: int = 0, *, out: Any = None,  # noqa: A002
+                      **kwargs: Any) -> Any:
+    """A dense :func:`stack` when the TensorDicts share keys and shapes, a lazy stack
+    (``LazyStackedTensorDict``) otherwise.
+
+    >>> tds = [TensorDict(a=torch.zeros(2)), TensorDict(a=torch.zeros(2))]
+    >>> type(maybe_dense_stack(tds)).__name__
+    'TensorDict'
+    """
+    tds = list(input)
+    if out is None and not lazy_legacy():
+        try:
+            return stack(tds, dim)
+        except StackMismatchError:
+            pass
+    elif out is not None:
+        return stack(tds, dim, out=out)
+    from tensordict._lazy import LazyStackedTensorDict
+
+    return LazyStackedTensorDict.lazy_stack(tds, dim, **kwargs)
+
+
+def pad_sequence(list_of_tensordicts: Sequence[Any], pad_dim: int = 0,
+                 padding_value: float | Mapping[Any, float] = 0.0, out: Any = None,
+                 return_mask: bool | Any = False, padding_side: str = "right") -> Any:
+    """Pad TensorDicts to the longest along ``pad_dim`` and stack them.
+
+    ``pad_dim`` is a batch dim when the TensorDicts have it, else a dim of each leaf.
+    ``padding_value`` may map keys to values; ``return_mask`` adds the masks of valid
+    elements under ``"masks"`` (or the key given).
+
+    >>> tds = [TensorDict(a=torch.ones(n, 2), batch_size=[n]) for n in (1, 3)]
+    >>> out = pad_sequence(tds, return_mask=True)
+    >>> out.batch_size, out["masks", "a"].tolist()
+    (torch.Size([2, 3]), [[True, False, False], [True, True, True]])
+    """
+    from tensordict._td import TensorDict
+
+    if padding_side not in ("left", "right"):
+        raise ValueError(f"padding_side must be 'left' or 'right', got {padding_side!r}")
+    tds = list(list_of_tensordicts)
+    if not tds:
+        raise RuntimeError("pad_sequence needs at least one TensorDict")
+    batched = all(len(td.batch_size) > pad_dim for td in tds)
+    longest = max(td.batch_size[pad_dim] for td in tds) if batched else None
+
+    def pad_to(x: _Tensor, length: int, value: Any) -> _Tensor:
+        missing = length - x.shape[pad_dim]
+        flat = [0, 0] * (x.ndim - pad_dim - 1) + (
+            [0, missing] if padding_side == "right" else [missing, 0])
+        return torch.nn.functional.pad(x, flat, value=value) if missing else x
+
+    def value_for(key: tuple[str, ...]) -> Any:
+        if isinstance(padding_value, Mapping):
+            return padding_value.get(key, padding_value.get(key[-1] if len(key) == 1 else key,
+                                                            0.0))
+        return padding_value
+
+    keys = list(tds[0].keys(True, True))
+    inner = tds[0].batch_size
+    if batched:
+        inner = inner[:pad_dim] + torch.Size([longest]) + inner[pad_dim + 1:]
+    batch_size = torch.Size([len(tds)]) + inner
+    result = TensorDict(batch_size=batch_size, device=_common_device(tds))
+    masks = {}
+    for key in keys:
+        path = key if isinstance(key, tuple) else (key,)
+        leaves = [td.get(key) for td in tds]
+        if getattr(leaves[0], "_is_non_tensor", False):
+            if batched:
+                leaves = [_pad_stack(v, lambda x: pad_to(x, longest, 0)) if
+                          v.batch_size[pad_dim] < longest else v for v in leaves]
+            size = torch.Size([len(tds)]) + leaves[0].batch_size
+            result.set(key, combine_non_tensor(leaves, torch.stack, size,
+                                               capture_non_tensor_stack()))
+            continue
+        length = longest if batched else max(x.shape[pad_dim] for x in leaves)
+        result.set(key, torch.stack([pad_to(x, length, value_for(path)) for x in leaves]))
+        valid = [pad_to(torch.ones(x.shape[:pad_dim + 1], dtype=torch.bool, device=x.device),
+                        length, False) for x in leaves]
+        masks[key] = torch.stack(valid)
+    if return_mask:
+        mask_key = "masks" if return_mask is True else return_mask
+        result.set(mask_key, TensorDict(masks, batch_size=batch_size))
+    if out is not None:
+        return out.update_(result)
+    return result
+
+
+def pad(tensordict: Any, pad_size: Sequence[int], value: float = 0.0) -> Any:
+    """Pad the batch dims with ``value``: ``pad_size`` holds (before, after) pairs for the
+    first batch dims in order.
+
+    >>> import tensordict
+    >>> td = TensorDict(a=torch.ones(2), batch_size=[2])
+    >>> tensordict.pad(td, [1, 0], value=-1.0)["a"]
+    tensor([-1.,  1.,  1.])
+    """
+    pad_size = list(pad_size)
+    ndim = len(tensordict.batch_size)
+    if len(pad_size) % 2 or len(pad_size) > 2 * ndim:
+        raise RuntimeError(f"pad_size {pad_size} must hold (before, after) pairs for at most "
+                           f"the {ndim} batch dims of batch size {tensordict.batch_size}")
+    pairs = [pad_size[i:i + 2] for i in range(0, len(pad_size), 2)]
+    new = torch.Size([s + sum(pairs[i]) if i < len(pairs) else s
+                      for i, s in enumerate(tensordict.batch_size)])
+
+    def fn(x: _Tensor, fill: float = value) -> _Tensor:
+        flat = [0, 0] * (x.ndim - len(pairs))
+        for before_after in reversed(pairs):
+            flat += before_after
+        return torch.nn.functional.pad(x, flat, value=fill)
+
+    stacks = {key: entry for key, entry in tensordict.items(True, True, is_leaf=_is_stack)
+              if _is_stack(type(entry))}
+    rest = tensordict.exclude(*stacks) if stacks else tensordict
+    result = rest._apply_nest(fn, batch_size=new, names=tensordict.names, filter_empty=False)
+    for key, entry in stacks.items():
+        result.set(key, _pad_stack(entry, lambda x: fn(x, 0)))
+    return result
+
+
+def _is_stack(cls: type) -> bool:
+    return getattr(cls, "_is_non_tensor", False) and hasattr(cls, "from_list")
+
+
+def _pad_stack(stack: Any, fn: Callable[[_Tensor], _Tensor]) -> Any:
+    """A NonTensorStack padded with None (``fn`` pads a tensor of its batch shape with 0)."""
+    flat = flatten_nested(stack.tolist(), len(stack.batch_size))
+    positions = fn(torch.arange(1, len(flat) + 1).reshape(stack.batch_size))
+    values = [flat[i - 1] if i else None for i in positions.reshape(-1).tolist()]
+    nested = torch.arange(len(values)).reshape(positions.shape).tolist()
+    return type(stack).from_list(map_nested(nested, values), positions.shape)

@@ -1,0 +1,103 @@
+"""``td.save`` and ``TensorDict.load``: storage through the storage-backend plugins.
+
+Core knows no file format. A plugin contributes backends through the
+``tensordict_storage_backends`` hook (tensordict-memmap provides ``"memmap"``, upstream's
+format, which is the default: ``td.save(prefix)`` is ``td.memmap(prefix)`` and
+``TensorDict.load(prefix)`` is ``TensorDict.load_memmap(prefix)`` as in upstream). Loading
+without a ``backend`` asks every installed backend whether it ``can_load`` the path.
+
+>>> import tempfile
+>>> import torch
+>>> from tensordict import TensorDict
+>>> from tensordict.plugins import hookimpl, register, unregister
+>>> class Pickled:  # a toy backend, registered at run time
+...     def save(self, td, path):
+...         torch.save(td.to_dict(), path)
+...         return td
+...     def load(self, path):
+...         return TensorDict(torch.load(path))
+...     def can_load(self, path):
+...         return str(path).endswith(".pt")
+>>> class ToyPlugin:
+...     @hookimpl
+...     def tensordict_storage_backends(self):
+...         return {"toy": Pickled()}
+>>> plugin = register(ToyPlugin())
+>>> path = tempfile.mkdtemp() + "/td.pt"
+>>> _ = TensorDict(a=torch.ones(2)).save(path, backend="toy")
+>>> TensorDict.load(path)["a"]
+tensor([1., 1.])
+>>> unregister(plugin)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tensordict import plugins
+
+DEFAULT_BACKEND = "memmap"
+
+
+def save(td: Any, prefix: str | Path | None = None, *args: Any,
+         backend: str = DEFAULT_BACKEND, **kwargs: Any) -> Any:
+    """Write ``td`` under ``prefix`` with the storage backend called ``backend``.
+
+    Extra arguments go to the backend's ``save``; its result (for ``"memmap"``, the
+    memory-mapped copy of ``td``) is returned.
+    """
+    return plugins.storage_backend(backend).save(td, prefix, *args, **kwargs)
+
+
+def load(prefix: str | Path, *args: Any, backend: str | None = None, **kwargs: Any) -> Any:
+    """Read the collection saved under ``prefix``.
+
+    With ``backend=None`` the first installed backend whose ``can_load(prefix)`` is true
+    reads it; extra arguments go to that backend's ``load``.
+    """
+    if backend is not None:
+        return plugins.storage_backend(backend).load(prefix, *args, **kwargs)
+    backends = plugins.storage_backends()
+    for found in backends.values():
+        if found.can_load(prefix):
+            return found.load(prefix, *args, **kwargs)
+    if not backends:
+        raise plugins.MissingPluginError(
+            f"no storage backend is installed to load {str(prefix)!r}. "
+            + plugins.install_hint("the default 'memmap' storage backend", "memmap")
+        )
+    raise ValueError(
+        f"none of the installed storage backends {sorted(backends)} can load {str(prefix)!r}"
+    )
+
+
+class StorageMixin:
+    """``save`` and ``load`` on tensor collections, dispatching to storage backends."""
+
+    __slots__ = ()
+
+    def save(self, prefix: str | Path | None = None, *args: Any,
+             backend: str = DEFAULT_BACKEND, **kwargs: Any) -> Any:
+        """Save to ``prefix`` with a storage backend (default ``"memmap"``, i.e.
+        ``td.memmap(prefix)``); extra arguments go to the backend.
+
+        >>> from tensordict import TensorDict
+        >>> TensorDict().save("/tmp/x", backend="nope")
+        Traceback (most recent call last):
+        ValueError: unknown storage backend 'nope'; installed: [...]
+        """
+        return save(self, prefix, *args, backend=backend, **kwargs)
+
+    @classmethod
+    def load(cls, prefix: str | Path, *args: Any, backend: str | None = None,
+             **kwargs: Any) -> Any:
+        """Load what was saved under ``prefix``; with ``backend=None`` the backend is
+        the installed one that recognises the files (``"memmap"`` for ``td.save``).
+
+        >>> from tensordict import TensorDict
+        >>> TensorDict.load("/nonexistent", backend="nope")
+        Traceback (most recent call last):
+        ValueError: unknown storage backend 'nope'; installed: [...]
+        """
+        return load(prefix, *args, backend=backend, **kwargs)

@@ -1,0 +1,144 @@
+"""Devices, dtypes, memory and autograd state of TensorDicts."""
+
+import pytest
+import torch
+
+import tensordict
+from tensordict import TensorDict
+
+
+def make():
+    return TensorDict(
+        a=torch.rand(2, 3),
+        i=torch.arange(2),
+        nested=TensorDict(c=torch.rand(2, 4, 2), batch_size=[2, 4]),
+        s="text",
+        batch_size=[2],
+        names=["x"],
+    )
+
+
+LEAVES = ["a", "i", ("nested", "c")]
+
+
+@pytest.mark.parametrize("name,dtype", [
+    ("float", torch.float32), ("double", torch.float64), ("half", torch.float16),
+    ("bfloat16", torch.bfloat16), ("int", torch.int32), ("bool", torch.bool),
+    ("float64", torch.float64), ("int8", torch.int8), ("uint8", torch.uint8),
+    ("int64", torch.int64), ("complex64", torch.complex64),
+])
+def test_dtype_casts(name, dtype):
+    td = make()
+    out = getattr(td, name)()
+    for key in LEAVES:
+        torch.testing.assert_close(out[key], td[key].to(dtype))
+    assert out["s"] == "text" and out.names == ["x"]
+    assert out.dtype == dtype
+
+
+def test_type_and_cast_filters():
+    td = make()
+    out = td.double(cast_filter=tensordict.is_floating)
+    assert out["a"].dtype == torch.float64 and out["i"].dtype == torch.int64
+    out = td.float(cast_filter=tensordict.is_integer)
+    assert out["a"].dtype == torch.float32 and out["i"].dtype == torch.float32
+    assert td.type(torch.float16)["nested", "c"].dtype == torch.float16
+    assert tensordict.is_bool(torch.zeros(1, dtype=torch.bool))
+    assert tensordict.is_inexact(torch.zeros(1, dtype=torch.complex64))
+    assert not tensordict.is_integer(torch.zeros(1, dtype=torch.bool))
+    assert td.dtype is None and not td.is_floating_point()
+    assert td.exclude("i").is_floating_point()
+
+
+def test_to_variants():
+    td = make()
+    out = td.to(torch.float64)
+    for key in LEAVES:
+        assert out[key].dtype == torch.float64
+    assert td.to("cpu").device == torch.device("cpu")
+    assert td.to("cpu", non_blocking=True).device == torch.device("cpu")
+    assert td.to(device="cpu", dtype=torch.float16)["a"].dtype == torch.float16
+    assert td.to(torch.zeros((), dtype=torch.int32))["a"].dtype == torch.int32
+    assert td.to(TensorDict(device="cpu")).device == torch.device("cpu")
+    assert td.to(batch_size=[]).batch_size == torch.Size([])
+    assert td.cpu().is_cpu and not td.is_cpu and not td.is_cuda and not td.is_meta
+    meta = td.to("meta")
+    assert meta.is_meta and meta["a"].is_meta
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_round_trip():
+    td = make()
+    on_gpu = td.cuda()
+    assert on_gpu.is_cuda and on_gpu["nested", "c"].is_cuda
+    back = on_gpu.to("cpu", non_blocking=True)
+    torch.cuda.synchronize()
+    tensordict.assert_close(back, td)
+    assert td.pin_memory()["a"].is_pinned()
+
+
+def test_clone_copy_detach():
+    td = make()
+    deep = td.clone()
+    shallow = td.clone(recurse=False)
+    assert deep["a"].data_ptr() != td["a"].data_ptr()
+    assert shallow["a"] is td["a"] and shallow is not td
+    assert deep["s"] == "text" and deep.names == ["x"]
+    x = torch.ones(2, requires_grad=True)
+    graph = TensorDict(y=x * 2, batch_size=[2])
+    assert not graph.detach()["y"].requires_grad
+    assert graph.detach_() is graph and not graph["y"].requires_grad
+
+
+def test_contiguous():
+    td = TensorDict(a=torch.zeros(3), batch_size=[3]).expand(2, 3)
+    assert not td.is_contiguous()
+    out = td.contiguous()
+    assert out.is_contiguous() and out["a"].stride() == (3, 1)
+
+
+def test_share_memory():
+    td = make()
+    assert not td.is_shared()
+    td.share_memory_()
+    assert td.is_shared() and td.is_locked
+    assert all(td[key].is_shared() for key in LEAVES)
+
+
+def test_bytes_param_count_data_ptr():
+    x = torch.zeros(3)
+    td = TensorDict(a=x, b=x, c=torch.zeros(2, dtype=torch.int64))
+    assert td.bytes() == 12 + 12 + 16
+    assert td.bytes(count_duplicates=False) == 12 + 16
+    assert td.param_count() == 8 and td.param_count(count_duplicates=False) == 5
+    pointers = td.data_ptr()
+    assert pointers["a"].item() == x.data_ptr() and pointers.batch_size == torch.Size([])
+
+
+def test_autograd_state():
+    td = make().exclude("i")
+    assert not td.requires_grad
+    td.requires_grad_()
+    assert td.requires_grad and td["nested", "c"].requires_grad
+    (td["a"].sum() + td["nested", "c"].sum() * 2).backward()
+    grads = td.grad
+    assert (grads["a"] == 1).all() and (grads["nested", "c"] == 2).all()
+    assert not td.data["a"].requires_grad
+    assert td.data["a"].data_ptr() == td["a"].data_ptr()
+    td.zero_grad(set_to_none=False)
+    assert (td["a"].grad == 0).all()
+    td.zero_grad()
+    assert td["a"].grad is None and "a" not in td.grad.keys()
+
+
+def test_seed_apply_examples():
+    td = TensorDict({"a": torch.zeros(3, 4), "b": {"c": torch.zeros(3, 2)}}, batch_size=[3])
+    td.apply_(lambda x: x.uniform_())
+    assert (td["a"] > 0).any() and (td["b", "c"] < 1).all()
+    filtered = td.apply(lambda x: x if x.shape[-1] == 4 else None)
+    assert list(filtered.keys(True)) == ["a"]
+    td += 1
+    assert (td["a"] >= 1).all()
+    assert td.view(3, 1).batch_size == torch.Size([3, 1])
+    assert td.unsqueeze(-1).batch_size == torch.Size([3, 1])
+    assert td.reshape(-1).batch_size == torch.Size([3])

@@ -1,0 +1,262 @@
+"""from_module / from_modules / to_module on real nn.Modules."""
+
+import pytest
+import torch
+from torch import nn
+
+import tensordict
+from tensordict import TensorDict
+
+
+def _net() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(),
+                         nn.Sequential(nn.Linear(4, 2)))
+
+
+def _all_tensors(module: nn.Module) -> dict:
+    return {**dict(module.named_parameters(remove_duplicate=False)),
+            **dict(module.named_buffers(remove_duplicate=False))}
+
+
+def _flat(td: TensorDict) -> dict:
+    return {".".join(k): v for k, v in td.items(True, True)}
+
+
+def test_from_module_nested_parameters_and_buffers_are_the_module_tensors():
+    net = _net()
+    params = TensorDict.from_module(net)
+    flat = _flat(params)
+    expected = _all_tensors(net)
+    assert flat.keys() == expected.keys()
+    assert all(flat[k] is expected[k] for k in expected)
+    assert isinstance(params["0", "weight"], nn.Parameter)
+    assert "2" not in params.keys()  # ReLU holds nothing
+    assert params.batch_size == torch.Size([]) and params.device is None
+    assert not params.is_locked
+
+
+def test_from_module_lock_and_top_level_alias():
+    net = _net()
+    assert TensorDict.from_module(net, lock=True).is_locked
+    flat = _flat(tensordict.from_module(net))
+    assert flat.keys() == _all_tensors(net).keys()
+
+
+def test_from_module_use_state_dict_skips_non_persistent_buffers():
+    net = nn.Linear(2, 2)
+    net.register_buffer("scratch", torch.zeros(1), persistent=False)
+    assert "scratch" in TensorDict.from_module(net).keys()
+    via_state = TensorDict.from_module(net, use_state_dict=True)
+    assert sorted(via_state.keys()) == ["bias", "weight"]
+    assert via_state["weight"] is net.weight
+
+
+def test_from_modules_stacks_each_leaf():
+    modules = [nn.Linear(2, 3) for _ in range(3)]
+    stacked = TensorDict.from_modules(*modules)
+    assert stacked.batch_size == torch.Size([3])
+    for key in ("weight", "bias"):
+        expected = torch.stack([getattr(m, key) for m in modules])
+        assert torch.equal(stacked[key], expected)
+        assert isinstance(stacked[key], nn.Parameter) and stacked[key].grad_fn is None
+    assert stacked["weight"].data_ptr() != modules[0].weight.data_ptr()
+    assert tensordict.from_modules(*modules)["bias"].shape == (3, 3)
+
+
+def test_from_modules_expand_identical_and_buffers():
+    shared = nn.BatchNorm1d(2)
+    stacked = TensorDict.from_modules(shared, shared, expand_identical=True)
+    assert stacked["weight"].stride(0) == 0
+    assert stacked["num_batches_tracked"].shape == (2,)
+    assert not isinstance(stacked["running_mean"], nn.Parameter)
+
+
+def test_from_modules_structure_mismatch():
+    with pytest.raises(KeyError, match="differing keys"):
+        TensorDict.from_modules(nn.Linear(2, 2), nn.Linear(2, 2, bias=False))
+    with pytest.raises(RuntimeError, match="'weight' has shape"):
+        TensorDict.from_modules(nn.Linear(2, 2), nn.Linear(3, 2))
+    with pytest.raises(ValueError):
+        TensorDict.from_modules()
+
+
+def test_from_modules_lazy_stack_keeps_module_tensors():
+    modules = [nn.Linear(2, 3) for _ in range(2)]
+    lazy = TensorDict.from_modules(*modules, lazy_stack=True)
+    assert type(lazy).__name__ == "LazyStackedTensorDict"
+    assert lazy.tensordicts[1]["weight"] is modules[1].weight
+
+
+def test_to_module_context_manager_swaps_and_restores():
+    net = _net().eval()
+    params = TensorDict.from_module(net)
+    zeros = params.apply(torch.zeros_like)
+    x = torch.randn(5, 3)
+    with zeros.to_module(net) as swap:
+        assert net(x).abs().sum() == 0
+        assert swap["0", "weight"] is params["0", "weight"]
+        assert net[3][0].weight.abs().sum() == 0
+    after = _all_tensors(net)
+    assert all(after[k] is v for k, v in _flat(params).items())
+
+
+def test_to_module_restores_after_exception():
+    net = _net()
+    params = TensorDict.from_module(net)
+    with pytest.raises(ValueError):
+        with params.apply(torch.ones_like).to_module(net):
+            assert net[0].weight.sum() == 12
+            raise ValueError("inside")
+    assert net[0].weight is params["0", "weight"]
+    assert net[1].running_mean is params["1", "running_mean"]
+
+
+def test_to_module_plain_call_returns_swap_and_wraps_parameters():
+    net = nn.Linear(2, 2)
+    original = TensorDict.from_module(net)
+    net.bias.requires_grad_(False)
+    new = TensorDict(weight=torch.ones(2, 2), bias=torch.ones(2))
+    swap = new.to_module(net)
+    assert swap["weight"] is original["weight"] and swap["bias"] is original["bias"]
+    assert isinstance(net.weight, nn.Parameter) and net.weight.requires_grad
+    assert not net.bias.requires_grad  # follows the parameter it replaces
+    assert net.weight.data_ptr() == new["weight"].data_ptr()
+    assert [n for n, _ in net.named_parameters()] == ["weight", "bias"]
+    assert swap.to_module(net, return_swap=False) is None
+    assert net.weight is original["weight"]
+
+
+def test_to_module_keeps_autograd_history():
+    net = nn.Linear(3, 1)
+    params = TensorDict.from_module(net)
+    doubled = params.apply(lambda p: p * 2)
+    with doubled.to_module(net):
+        assert net.weight is doubled["weight"]
+        net(torch.ones(1, 3)).sum().backward()
+    assert torch.equal(params["weight"].grad, torch.full((1, 3), 2.0))
+
+
+def test_to_module_partial_and_unknown_keys():
+    net = _net()
+    before = _all_tensors(net)
+    partial = TensorDict({"0": {"weight": torch.zeros(4, 3)}})
+    with partial.to_module(net):
+        assert net[0].weight.sum() == 0 and net[0].bias is before["0.bias"]
+    bad = TensorDict({"0": {"weight": torch.zeros(4, 3)}, "3": {"nope": torch.zeros(1)}})
+    with pytest.raises(KeyError, match="'3', 'nope'"):
+        bad.to_module(net)
+    with pytest.raises(KeyError, match="not a submodule"):
+        TensorDict({"9": {"weight": torch.zeros(1)}}).to_module(net)
+    after = _all_tensors(net)
+    assert all(after[k] is v for k, v in before.items())  # nothing was written
+
+
+def test_to_module_inplace_copies_and_restores_values():
+    net = nn.Linear(2, 2)
+    weight = net.weight
+    saved = weight.detach().clone()
+    with TensorDict(weight=torch.ones(2, 2)).to_module(net, inplace=True) as swap:
+        assert net.weight is weight and torch.equal(weight, torch.ones(2, 2))
+        assert torch.equal(swap["weight"], saved)
+    assert net.weight is weight and torch.equal(weight, saved)
+
+
+def test_to_module_swap_dest_and_state_dict_mode():
+    net = nn.Linear(2, 2)
+    weight = net.weight
+    dest = TensorDict()
+    out = TensorDict(weight=torch.zeros(2, 2)).to_module(net, swap_dest=dest)
+    assert out is dest and dest["weight"] is weight
+    out.to_module(net)
+    with TensorDict(weight=torch.ones(2, 2)).to_module(net, use_state_dict=True):
+        assert net.weight is weight and net.weight.sum() == 4  # copied through load_state_dict
+    assert net.weight is weight and not torch.equal(weight, torch.ones(2, 2))
+    with pytest.raises(KeyError):
+        TensorDict(nope=torch.zeros(1)).to_module(net, use_state_dict=True)
+
+
+def test_to_module_shared_submodule_and_tied_weights():
+    lin = nn.Linear(2, 2)
+    shared = nn.Sequential(lin, lin)
+    params = TensorDict.from_module(shared)
+    assert params["0", "weight"] is params["1", "weight"]
+    zeros = params.apply(torch.zeros_like)
+    with zeros.to_module(shared):
+        assert shared[0].weight is shared[1].weight and lin.weight.sum() == 0
+    assert lin.weight is params["0", "weight"]
+
+    enc, dec = nn.Linear(3, 3), nn.Linear(3, 3)
+    dec.weight = enc.weight  # tied across two modules
+    tied = nn.Sequential(enc, dec)
+    params = TensorDict.from_module(tied)
+    with params.apply(torch.ones_like).to_module(tied):
+        assert enc.weight.sum() == 9 and dec.weight.sum() == 9
+    assert enc.weight is dec.weight is params["0", "weight"]
+
+
+def test_seed_functional_example():
+    from torch import vmap
+
+    layer1 = nn.Linear(3, 4)
+    layer2 = nn.Linear(4, 4)
+    model = nn.Sequential(layer1, layer2)
+    params = TensorDict.from_module(model)
+    weights1 = TensorDict(layer1.state_dict(), []).unflatten_keys(".")
+    weights2 = TensorDict(layer2.state_dict(), []).unflatten_keys(".")
+    assert (params == TensorDict({"0": weights1, "1": weights2}, [])).all()
+    x = torch.randn(10, 3)
+    with params.to_module(model):
+        out = model(x)
+    assert torch.allclose(out, layer2(layer1(x)))
+    params_stack = torch.stack([params, params], 0)
+
+    def func(x, params):
+        with params.to_module(model):
+            return model(x)
+
+    y = vmap(func, (None, 0))(x, params_stack)
+    assert y.shape == torch.Size([2, 10, 4])
+    assert torch.allclose(y[1], out, atol=1e-6)
+
+
+def test_vmap_ensemble_matches_each_member():
+    members = [nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2)) for _ in range(4)]
+    stacked = TensorDict.from_modules(*members)
+    model = members[0]
+    x = torch.randn(6, 3)
+
+    def call(params, x):
+        with params.to_module(model):
+            return model(x)
+
+    y = torch.vmap(call, (0, None))(stacked, x)
+    expected = torch.stack([m(x) for m in members])
+    assert torch.allclose(y, expected, atol=1e-6)
+    assert model[0].weight is TensorDict.from_module(members[0])["0", "weight"]
+
+
+def test_torch_func_grad_and_functional_call():
+    model = nn.Sequential(nn.Linear(3, 2), nn.Linear(2, 1))
+    params = TensorDict.from_module(model)
+    x = torch.randn(4, 3)
+
+    def loss(params, x):
+        with params.to_module(model):
+            return model(x).pow(2).sum()
+
+    grads = torch.func.grad(loss)(params.detach(), x)
+    assert isinstance(grads, TensorDict)
+    model(x).pow(2).sum().backward()
+    for key, value in grads.items(True, True):
+        assert torch.allclose(value, params.get(key).grad, atol=1e-6), key
+    flat = dict(params.flatten_keys(".").items())
+    assert torch.equal(torch.func.functional_call(model, flat, (x,)), model(x))
+
+
+def test_as_module_needs_nn():
+    nn_pkg = pytest.importorskip("tensordict.nn")
+    if not hasattr(nn_pkg, "TensorDictParams"):
+        pytest.skip("tensordict-nn has no TensorDictParams yet")
+    params = TensorDict.from_module(nn.Linear(2, 2), as_module=True)
+    assert isinstance(params, nn.Module)

@@ -1,0 +1,140 @@
+"""TensorDict as a pytree node: tree_map/tree_flatten round trips and torch.vmap."""
+
+import pytest
+import torch
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
+
+from tensordict import TensorDict
+
+
+def _td() -> TensorDict:
+    return TensorDict(
+        {"a": torch.arange(6.0).view(2, 3), "n": {"b": torch.ones(2, 3, 4)}, "s": "text"},
+        batch_size=[2, 3], names=["x", "y"],
+    )
+
+
+def test_flatten_sees_tensor_leaves_only_and_round_trips():
+    td = _td()
+    leaves, spec = tree_flatten(td)
+    assert [leaf.shape for leaf in leaves] == [torch.Size([2, 3]), torch.Size([2, 3, 4])]
+    assert leaves[0] is td["a"] and leaves[1] is td["n", "b"]
+    rebuilt = tree_unflatten(leaves, spec)
+    assert isinstance(rebuilt, TensorDict) and isinstance(rebuilt["n"], TensorDict)
+    assert rebuilt.batch_size == td.batch_size and rebuilt.names == ["x", "y"]
+    assert rebuilt["n"].names == ["x", "y"]
+    assert rebuilt["s"] == "text" and rebuilt["n", "b"] is td["n", "b"]
+
+
+def test_tree_map_matches_leafwise_op():
+    td = _td()
+    out = tree_map(lambda t: t * 2 + 1, td)
+    for key in td.keys(True, True):
+        if key != "s":
+            assert torch.equal(out.get(key), td.get(key) * 2 + 1)
+    assert out.batch_size == td.batch_size and out.names == td.names and out["s"] == "text"
+
+
+def test_tree_map_shrinking_leaves_follows_them():
+    td = _td()
+    first = tree_map(lambda t: t[0], td)
+    assert first.batch_size == torch.Size([3]) and first["n"].batch_size == torch.Size([3])
+    reduced = tree_map(lambda t: t.sum(-1), td)  # "a" loses a batch dim, "b" a feature dim
+    assert reduced.batch_size == torch.Size([2]) and reduced["n"].batch_size == torch.Size([2, 3])
+    sliced = tree_map(lambda t: t[:1], td)
+    assert sliced.batch_size == torch.Size([1, 3]) and sliced.names == ["x", "y"]
+
+
+def test_zero_dim_and_empty_and_device():
+    td = TensorDict({"a": torch.zeros(())}, device="cpu")
+    out = tree_map(lambda t: t + 1, td)
+    assert out.device == torch.device("cpu") and out["a"] == 1
+    empty = TensorDict(batch_size=[4])
+    leaves, spec = tree_flatten(empty)
+    assert leaves == [] and tree_unflatten([], spec).batch_size == torch.Size([4])
+
+
+def test_pytree_nested_in_containers():
+    td = _td()
+    tree = {"td": td, "t": torch.zeros(1), "list": [td["n"]]}
+    leaves, spec = tree_flatten(tree)
+    assert len(leaves) == 4
+    rebuilt = tree_unflatten(leaves, spec)
+    assert isinstance(rebuilt["list"][0], TensorDict)
+    assert rebuilt["td"]["n", "b"] is td["n", "b"]
+
+
+def test_vmap_in_dims_zero_and_none():
+    td = TensorDict({"a": torch.randn(5, 3), "n": {"b": torch.randn(5, 3)}}, [5])
+    seen = []
+
+    def f(td, x):
+        seen.append((td.batch_size, td["n"].batch_size, td["a"].shape))
+        return td["a"] * x + td["n", "b"]
+
+    x = torch.randn(3)
+    out = torch.vmap(f, (0, None))(td, x)
+    assert seen[0] == (torch.Size([]), torch.Size([]), torch.Size([3]))
+    assert torch.allclose(out, td["a"] * x + td["n", "b"])
+    out = torch.vmap(f, (None, 0))(td, torch.randn(7, 3))
+    assert out.shape == (7, 5, 3)
+
+
+def test_vmap_non_leading_dim_names_and_output_restacked():
+    td = _td()
+    seen = []
+
+    def f(td):
+        seen.append((td.batch_size, td.names, td["n"].batch_size))
+        out = td.clone()
+        out["c"] = td["a"] + 1
+        return out
+
+    out = torch.vmap(f, 1)(td)
+    assert seen[0] == (torch.Size([2]), ["x"], torch.Size([2]))
+    assert out.batch_size == torch.Size([3, 2]) and out.names == [None, "x"]
+    assert torch.equal(out["c"], td["a"].T + 1)
+    assert out["s"] == "text"
+    moved = torch.vmap(f, 0, out_dims=1)(td)
+    assert moved.batch_size == torch.Size([3, 2])
+    assert torch.equal(moved["n", "b"], td["n", "b"].transpose(0, 1))
+
+
+def test_vmap_batch_size_changes_inside_and_nested_vmap():
+    td = TensorDict({"a": torch.randn(2, 3)}, [2])
+    out = torch.vmap(lambda t: TensorDict({"x": t["a"].sum()}, []))(td)
+    assert out.batch_size == torch.Size([2]) and torch.allclose(out["x"], td["a"].sum(-1))
+    built = torch.vmap(lambda t: TensorDict({"x": t}, batch_size=[3]))(torch.zeros(2, 3))
+    assert built.batch_size == torch.Size([2, 3])
+    grid = TensorDict({"a": torch.randn(2, 3, 4)}, [2, 3])
+    doubled = torch.vmap(torch.vmap(lambda t: TensorDict({"x": t["a"] * 2}, [])))(grid)
+    assert doubled.batch_size == torch.Size([2, 3])
+    assert torch.equal(doubled["x"], grid["a"] * 2)
+
+
+def test_vmap_square_shapes_are_not_confused():
+    # batch [3] with leaves [3, 3]: inside vmap the leaf [3] must give batch []
+    td = TensorDict({"a": torch.randn(3, 3)}, [3])
+    sizes = []
+    torch.vmap(lambda t: sizes.append(t.batch_size) or t["a"])(td)
+    assert sizes == [torch.Size([])]
+
+
+def test_vmap_out_dims_tuple_for_single_output_is_rejected():
+    # vmap compares out_dims with the output structure; a TensorDict is one node
+    with pytest.raises(ValueError, match="out_dims"):
+        torch.vmap(lambda t: t, 0, out_dims=(1,))(_td())
+
+
+def test_lazy_stack_flattens_into_its_tensordicts():
+    from tensordict import lazy_stack
+
+    parts = [TensorDict(a=torch.zeros(3), batch_size=[3]),
+             TensorDict(a=torch.ones(3), b=torch.ones(3, 2), batch_size=[3])]
+    stacked = lazy_stack(parts, 1)
+    leaves, _ = tree_flatten(stacked)
+    assert len(leaves) == 3 and leaves[0] is parts[0]["a"]
+    out = tree_map(lambda t: t + 1, stacked)
+    assert type(out) is type(stacked) and out.stack_dim == 1
+    assert out.batch_size == torch.Size([3, 2])
+    assert torch.equal(out.tensordicts[1]["b"], parts[1]["b"] + 1)
