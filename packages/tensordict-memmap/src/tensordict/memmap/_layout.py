@@ -1,0 +1,201 @@
+"""The on-disk layout (upstream tensordict 0.15.3, format version 1): file names of keys,
+``meta.json`` reading and atomic writing, and cleaning what an earlier save left behind.
+
+A folder per collection holds ``meta.json`` and one raw ``<key>.memmap`` file per tensor
+(nested/ragged tensors add ``<key>.shape.memmap``); sub-collections are sub-folders.
+
+Example:
+    >>> key_to_name("a/b"), key_to_name(""), key_to_name(".."), key_to_name("obs")
+    ('a%2Fb', '%', '%2E%2E', 'obs')
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any
+
+import torch
+
+META = "meta.json"
+FORMAT_VERSION = 1
+#: Fields of a TensorDict's meta.json next to its entries: keys with these names cannot
+#: be stored (the format would silently lose them).
+NODE_FIELDS = frozenset({"shape", "device", "_type", "_format_version", "_class", "_names"})
+_TMP_PREFIX = ".meta.json."
+_UNSAFE = set('/<>:"|?*\\ %')
+
+
+def key_to_name(key: str, robust: bool = True) -> str:
+    """The file-system name of ``key`` inside its folder (never a path: no separator,
+    never ``.``/``..``, never empty)."""
+    if not robust:
+        if key in ("", ".", "..") or "/" in key or "\0" in key:
+            raise ValueError(
+                f"key {key!r} is not a valid file name; save with robust_key=True to escape it"
+            )
+        return key
+    if key == "":
+        return "%"
+    if key in (".", ".."):
+        return "%2E" * len(key)
+    name = "".join(f"%{ord(c):02X}" if c in _UNSAFE or ord(c) < 32 or ord(c) == 127 else c
+                   for c in key)
+    return name
+
+
+def leaf_path(folder: str, key: str, robust: bool = True) -> str:
+    """Where the tensor stored under ``key`` lives; for loading, a folder written with
+    raw key names (older tensordict, ``robust_key=False``) is found too."""
+    path = os.path.join(folder, key_to_name(key, robust) + ".memmap")
+    if robust and not os.path.exists(path):
+        try:
+            raw = os.path.join(folder, key_to_name(key, robust=False) + ".memmap")
+        except ValueError:
+            return path
+        if os.path.exists(raw):
+            return raw
+    return path
+
+
+def child_path(folder: str, key: str, robust: bool = True) -> str:
+    """The sub-folder of the collection stored under ``key`` (see :func:`leaf_path`);
+    a key named ``meta.json`` gets an escaped folder name."""
+    name = key_to_name(key, robust)
+    if name == META:
+        if not robust:
+            raise ValueError("a sub-collection named 'meta.json' needs robust_key=True")
+        name = "meta%2Ejson"
+    path = os.path.join(folder, name)
+    if robust and not os.path.isdir(path):
+        try:
+            raw = os.path.join(folder, key_to_name(key, robust=False))
+        except ValueError:
+            return path
+        if os.path.isdir(raw):
+            return raw
+    return path
+
+
+# -- meta.json -------------------------------------------------------------------------------
+def dumps_meta(meta: dict[str, Any], compact: bool = False) -> str:
+    """meta.json text, laid out as upstream writes it."""
+    if compact:
+        return json.dumps(meta, separators=(",", ":"))
+    return json.dumps(meta)
+
+
+def write_meta(folder: str, text: str) -> None:
+    """Write ``folder/meta.json`` atomically (a reader sees the old file or the new one)."""
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=_TMP_PREFIX, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(tmp, os.path.join(folder, META))
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read_meta(folder: str) -> dict[str, Any]:
+    """The parsed ``folder/meta.json``; errors name the file."""
+    path = os.path.join(folder, META)
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except FileNotFoundError:
+        if not os.path.exists(folder):
+            raise FileNotFoundError(
+                f"no saved TensorDict at {folder}: the folder does not exist") from None
+        raise FileNotFoundError(
+            f"{path} is missing: {folder} is not a saved TensorDict, or its save did not finish"
+        ) from None
+    except IsADirectoryError:
+        raise ValueError(f"{path} is a directory, not a meta.json file") from None
+    try:
+        meta = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is corrupt (not valid JSON: {err})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path} is corrupt: expected a JSON object, got {type(meta).__name__}")
+    return meta
+
+
+def parse_dtype(name: Any, where: str) -> torch.dtype:
+    """The torch dtype written as ``"torch.float32"``."""
+    dtype = getattr(torch, name[len("torch."):], None) if isinstance(name, str) else None
+    if not isinstance(dtype, torch.dtype) or not name.startswith("torch."):
+        raise ValueError(f"{where}: unknown dtype {name!r}")
+    return dtype
+
+
+# -- replacing an earlier save ---------------------------------------------------------------
+def _names_of(key: str, suffix: str = "") -> set[str]:
+    """The file names ``key`` may have been saved under (escaped, or raw by older saves)."""
+    names = {key_to_name(key) + suffix}
+    try:
+        names.add(key_to_name(key, robust=False) + suffix)
+    except ValueError:
+        pass
+    if not suffix and META in names:
+        names = (names - {META}) | {"meta%2Ejson"}
+    return names
+
+
+def _owned_by(folder: str, meta: dict[str, Any]) -> set[str]:
+    """The names in ``folder`` that the save described by ``meta`` wrote."""
+    names = {entry.name for entry in os.scandir(folder) if entry.name.startswith(_TMP_PREFIX)}
+    cls = str(meta.get("_class") or meta.get("_type") or "")
+    if meta.get("_is_non_tensor"):
+        names.add("other.pickle")
+    elif "NonTensorStack" in cls or "LazyStackedTensorDict" in cls:
+        names.add("pickle.pkl")
+        names.update(entry.name for entry in os.scandir(folder) if entry.name.isdigit())
+    elif "shape" in meta:  # a TensorDict: its entries
+        for key, entry in meta.items():
+            if key in NODE_FIELDS or not isinstance(entry, dict):
+                continue
+            if "type" in entry:
+                names |= _names_of(key)
+            else:
+                names |= _names_of(key, ".memmap") | _names_of(key, ".shape.memmap")
+    else:  # a tensorclass
+        names |= {"_tensordict", "other.pickle"}
+    return names
+
+
+def _saved_meta(folder: str) -> dict[str, Any] | None:
+    try:
+        return read_meta(folder)
+    except (OSError, ValueError):
+        return None
+
+
+def prepare_folder(folder: str, keep: set[str]) -> set[str]:
+    """Make ``folder`` ready for a save that writes the names ``keep``: create it, and
+    remove its old meta.json first (so an interrupted save never loads with a mix of old
+    and new data). Returns what the earlier save there wrote that the new one will not:
+    delete it with :func:`remove_stale` once the new files are written."""
+    os.makedirs(folder, exist_ok=True)
+    meta = _saved_meta(folder)
+    if os.path.lexists(os.path.join(folder, META)):
+        os.unlink(os.path.join(folder, META))
+    return set() if meta is None else _owned_by(folder, meta) - keep
+
+
+def remove_stale(folder: str, names: set[str]) -> None:
+    """Delete ``names`` (found by :func:`prepare_folder`) from ``folder``; a stale
+    sub-folder loses what its own save wrote, and goes if nothing else is left in it.
+    Files the format did not write are never touched."""
+    for name in names:
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            meta = _saved_meta(path)
+            if meta is not None:
+                remove_stale(path, _owned_by(path, meta) | {META})
+            if not os.listdir(path):
+                os.rmdir(path)
+        elif os.path.lexists(path):
+            os.unlink(path)

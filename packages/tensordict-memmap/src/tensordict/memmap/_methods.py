@@ -1,0 +1,411 @@
+"""The memmap methods every tensor collection gets from this plugin, the top-level
+functions (``tensordict.memmap``, ``load_memmap``, ``save``, ``load``) and the ``memmap``
+storage backend.
+
+Example:
+    >>> import tempfile, torch
+    >>> from tensordict import TensorDict
+    >>> path = tempfile.mkdtemp()
+    >>> td = TensorDict(a=torch.zeros(2), batch_size=[2]).memmap_(path)
+    >>> td.is_memmap(), td.saved_path == path
+    (True, True)
+    >>> TensorDict.load_memmap(path)["a"]
+    MemoryMappedTensor([0., 0.])
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from tensordict._nested_key import NestedKey, unravel_key_to_tuple
+from tensordict.memmap import _layout, _load, _save, _state
+from tensordict.memmap._tensor import MemoryMappedTensor
+
+PathLike = str | os.PathLike[str]
+
+
+def _check_share(share_non_tensor: bool) -> None:
+    if share_non_tensor:
+        raise NotImplementedError(
+            "share_non_tensor=True is not supported: non-tensor data is copied, not shared"
+        )
+
+
+def _target(collection: Any) -> Any:
+    """The TensorDict holding a tensorclass's data; the collection itself otherwise."""
+    return collection._tensordict if _state.kind(collection) == "tensorclass" else collection
+
+
+# -- writing --------------------------------------------------------------------------------
+def memmap(self: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
+           num_threads: int = 0, return_early: bool = False, share_non_tensor: bool = False,
+           existsok: bool = True, robust_key: bool | None = True) -> Any:
+    """Write every tensor to a memory-mapped file under ``prefix`` and return a new locked
+    collection of :class:`MemoryMappedTensor` (on the CPU).
+
+    Args:
+        prefix: the folder (one sub-folder per sub-collection); None uses anonymous
+            shared memory instead of files.
+        copy_existing: copy leaves already memory-mapped elsewhere (otherwise an error).
+        num_threads: write the files with this many threads.
+        return_early: with ``num_threads > 0``, return a :class:`TensorDictFuture`.
+        share_non_tensor: not supported (raises).
+        existsok: overwrite existing files (otherwise an error).
+        robust_key: escape keys that are not valid file names (``%XX``).
+
+    >>> import tempfile
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.ones(2), "s": "text"}, [2]).memmap(tempfile.mkdtemp())
+    >>> td.is_locked, td["s"], td.device
+    (True, 'text', device(type='cpu'))
+    """
+    _check_share(share_non_tensor)
+    return _save.save(self, prefix, copy_existing=copy_existing, num_threads=num_threads,
+                      return_early=return_early, existsok=existsok, robust_key=robust_key,
+                      like=False)
+
+
+def dumps(self: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
+          num_threads: int = 0, return_early: bool = False, share_non_tensor: bool = False,
+          robust_key: bool | None = True) -> Any:
+    """Save to disk: same as :func:`memmap`.
+
+    >>> import tempfile
+    >>> from tensordict import TensorDict
+    >>> TensorDict(a=torch.ones(1)).dumps(tempfile.mkdtemp()).is_memmap()
+    True
+    """
+    return memmap(self, prefix, copy_existing, num_threads=num_threads,
+                  return_early=return_early, share_non_tensor=share_non_tensor,
+                  robust_key=robust_key)
+
+
+def memmap_like(self: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
+                existsok: bool = True, num_threads: int = 0, return_early: bool = False,
+                share_non_tensor: bool = False, robust_key: bool | None = True) -> Any:
+    """Like :func:`memmap`, allocating zero-filled (sparse) files of the same shapes
+    without copying any value: the way to create a dataset larger than memory.
+
+    >>> import tempfile
+    >>> from tensordict import TensorDict
+    >>> template = torch.zeros(64, 64, 3, dtype=torch.uint8).expand(10_000, 64, 64, 3)
+    >>> data = TensorDict(images=template, batch_size=[10_000]).memmap_like(tempfile.mkdtemp())
+    >>> data["images"][3] = 255
+    >>> data["images"][3].float().mean().item(), data.batch_size
+    (255.0, torch.Size([10000]))
+    """
+    _check_share(share_non_tensor)
+    return _save.save(self, prefix, copy_existing=copy_existing, num_threads=num_threads,
+                      return_early=return_early, existsok=existsok, robust_key=robust_key,
+                      like=True)
+
+
+def memmap_(self: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
+            num_threads: int = 0, return_early: bool = False, share_non_tensor: bool = False,
+            existsok: bool = True, robust_key: bool | None = True) -> Any:
+    """:func:`memmap` in place: this collection's leaves become memory-mapped and it is
+    locked. Nothing changes if writing fails.
+
+    >>> import tempfile
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(a=torch.ones(2))
+    >>> td.memmap_(tempfile.mkdtemp()) is td, type(td["a"]).__name__
+    (True, 'MemoryMappedTensor')
+    """
+    _check_share(share_non_tensor)
+    return _save.save(self, prefix, copy_existing=copy_existing, num_threads=num_threads,
+                      return_early=return_early, existsok=existsok, robust_key=robust_key,
+                      like=False, then=lambda new: _adopt(self, new))
+
+
+@contextmanager
+def _unlocked(collection: Any) -> Iterator[None]:
+    locked = collection.is_locked
+    if locked:
+        collection._propagate_lock(False)
+    try:
+        yield
+    finally:
+        if locked:
+            collection._propagate_lock(True)
+
+
+def _adopt(old: Any, new: Any) -> Any:
+    """Make ``old`` hold ``new``'s entries, keeping the identity of every sub-collection."""
+    from tensordict._td import TensorDict
+
+    what = _state.kind(old)
+    if what in ("nontensor", "nontensorstack"):  # nothing memory-mapped to adopt
+        return old
+    if what == "tensorclass":
+        _adopt(old._tensordict, new._tensordict)
+        return old
+    if what == "lazy":
+        for part, new_part in zip(old.tensordicts, new.tensordicts, strict=True):
+            _adopt(part, new_part)
+    else:
+        with _unlocked(old):
+            for key in list(old._keys_str()):
+                if key not in new._keys_str():
+                    old._del_str(key)
+            for key in new._keys_str():
+                value, current = new._get_str(key), old._get_str(key, None)
+                nested = _state.kind(value)
+                if nested in ("tensordict", "lazy", "tensorclass") and (
+                        _state.kind(current) == nested):
+                    _adopt(current, value)
+                else:
+                    old._set_str(key, value, inplace=False, validated=True)
+        if isinstance(old, TensorDict):
+            old._device = new.device
+    if new.is_locked and not old.is_locked:
+        old.lock_()
+    if _state.is_memmap(new):
+        _state.mark(old, _state.saved_path(new))
+    return old
+
+
+# -- reading --------------------------------------------------------------------------------
+def load_memmap(cls: Any, prefix: PathLike, device: Any = None, non_blocking: bool = False, *,
+                out: Any = None, robust_key: bool | None = True, num_threads: int = 0,
+                allow_pickle: bool | None = False) -> Any:
+    """Load a collection saved with :func:`memmap` (or any saved sub-folder of one).
+
+    Tensors are memory-mapped, not read. The result is unlocked.
+
+    Args:
+        prefix: the saved folder.
+        device: move the tensors there; ``"meta"`` reads only the metadata.
+        non_blocking: passed to the device moves.
+        out: update this collection with the loaded entries and return it.
+        robust_key: keys were escaped when saving (files with raw key names are found
+            too).
+        num_threads: accepted for compatibility; mapping files needs no threads.
+        allow_pickle: load non-tensor data stored with pickle (only for trusted folders).
+
+    >>> import tempfile
+    >>> from tensordict import TensorDict
+    >>> path = tempfile.mkdtemp()
+    >>> _ = TensorDict({"layer": {"w": torch.ones(2, 2)}}).memmap(path)
+    >>> TensorDict.load_memmap(path + "/layer")["w"].sum().item()
+    4.0
+    """
+    loaded = _load.load(prefix, device, non_blocking, robust_key=robust_key,
+                        allow_pickle=allow_pickle)
+    if out is None:
+        return loaded
+    out.update(loaded)
+    return out
+
+
+def load_memmap_(self: Any, prefix: PathLike, robust_key: bool | None = True, *,
+                 allow_pickle: bool | None = False) -> Any:
+    """Update this collection with the entries saved under ``prefix``; returns self.
+
+    >>> import tempfile
+    >>> from tensordict import TensorDict
+    >>> path = tempfile.mkdtemp()
+    >>> _ = TensorDict(a=torch.ones(1)).memmap(path)
+    >>> TensorDict().load_memmap_(path)["a"]
+    MemoryMappedTensor([1.])
+    """
+    return load_memmap(type(self), prefix, out=self, robust_key=robust_key,
+                       allow_pickle=allow_pickle)
+
+
+def load_(self: Any, prefix: PathLike, *args: Any, **kwargs: Any) -> Any:
+    """Same as :func:`load_memmap_`."""
+    return load_memmap_(self, prefix, *args, **kwargs)
+
+
+def memmap_refresh_(self: Any, *, allow_pickle: bool | None = False) -> Any:
+    """Re-read this memmapped collection from its folder (entries written there since by
+    another process appear); returns self.
+
+    >>> import tempfile
+    >>> from tensordict import TensorDict
+    >>> path = tempfile.mkdtemp()
+    >>> td = TensorDict(a=torch.ones(1)).memmap(path)
+    >>> _ = TensorDict(a=torch.ones(1), b=torch.zeros(1)).memmap(path)
+    >>> sorted(td.memmap_refresh_().keys())
+    ['a', 'b']
+    """
+    path = _state.saved_path(_target(self)) if is_memmap(self) else None
+    if path is None:
+        raise RuntimeError(
+            "Cannot refresh a TensorDict that is not memory mapped or has no path associated."
+        )
+    return _adopt(self, _load.load(path, allow_pickle=allow_pickle))
+
+
+# -- state ----------------------------------------------------------------------------------
+def is_memmap(self: Any) -> bool:
+    """Whether this collection was created by ``memmap`` and is still locked (unlocking
+    ends that state).
+
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(a=torch.ones(1)).memmap()
+    >>> td.is_memmap(), td.unlock_().is_memmap()
+    (True, False)
+    """
+    return _state.is_memmap(_target(self))
+
+
+def _saved_path(self: Any) -> str | None:
+    """The folder this memmapped collection lives in (None for shared memory).
+
+    >>> import tempfile
+    >>> from tensordict import TensorDict
+    >>> path = tempfile.mkdtemp()
+    >>> TensorDict({"n": {"a": torch.ones(1)}}).memmap(path)["n"].saved_path == path + "/n"
+    True
+    """
+    return _state.saved_path(_target(self))
+
+
+saved_path = property(_saved_path)
+
+
+# -- adding one leaf to a memmapped collection ---------------------------------------------------
+def _new_leaf(self: Any, key: NestedKey, robust_key: bool | None,
+              make: Any) -> MemoryMappedTensor:
+    path = unravel_key_to_tuple(key)
+    td = _target(self)
+    parent = td._get_path(path[:-1]) if len(path) > 1 else td
+    if not _state.is_memmap(parent):
+        raise RuntimeError(
+            f"cannot add the memory-mapped entry {key!r}: the TensorDict is not memory-mapped"
+        )
+    folder = _state.saved_path(parent)
+    filename = None if folder is None else os.path.join(
+        folder, _layout.key_to_name(path[-1], robust_key is not False) + ".memmap")
+    tensor = make(filename)
+    with _unlocked(parent):
+        parent._set_str(path[-1], tensor, inplace=False, validated=False)
+    if folder is not None:  # rewrite the folder's meta.json; every other leaf is reused
+        memmap_(parent, folder, robust_key=robust_key)
+    return tensor
+
+
+def make_memmap(self: Any, key: NestedKey, shape: torch.Size | Any, *,
+                dtype: torch.dtype | None = None,
+                robust_key: bool | None = True) -> MemoryMappedTensor:
+    """Add an empty memory-mapped tensor under ``key`` of a memmapped TensorDict (its file
+    and meta.json are written at once); returns it.
+
+    >>> import tempfile
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(batch_size=[2]).memmap(tempfile.mkdtemp())
+    >>> td.make_memmap("x", [2, 3]).shape, TensorDict.load_memmap(td.saved_path)["x"].shape
+    (torch.Size([2, 3]), torch.Size([2, 3]))
+    """
+    return _new_leaf(self, key, robust_key, lambda filename: MemoryMappedTensor.empty(
+        shape, dtype=dtype, filename=filename, existsok=True))
+
+
+def make_memmap_from_tensor(self: Any, key: NestedKey, tensor: torch.Tensor, *,
+                            copy_data: bool = True, existsok: bool = True,
+                            robust_key: bool | None = True) -> MemoryMappedTensor:
+    """Add a memory-mapped copy of ``tensor`` under ``key`` of a memmapped TensorDict.
+
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(batch_size=[2]).memmap()
+    >>> td.make_memmap_from_tensor("y", torch.ones(2))
+    MemoryMappedTensor([1., 1.])
+    """
+    return _new_leaf(self, key, robust_key, lambda filename: MemoryMappedTensor.from_tensor(
+        tensor, filename=filename, existsok=existsok, copy_data=copy_data))
+
+
+def make_memmap_from_storage(self: Any, key: NestedKey, storage: torch.UntypedStorage,
+                             shape: torch.Size | Any, *, dtype: torch.dtype | None = None,
+                             robust_key: bool | None = True) -> MemoryMappedTensor:
+    """Add a tensor viewing ``storage`` (which must map the key's file, or be shared memory
+    for an anonymous TensorDict) under ``key``.
+
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict().memmap()
+    >>> td.make_memmap_from_storage("z", torch.UntypedStorage._new_shared(8), [2],
+    ...                             dtype=torch.float32).shape
+    torch.Size([2])
+    """
+    return _new_leaf(self, key, robust_key, lambda filename: MemoryMappedTensor.from_storage(
+        storage, shape=shape, dtype=dtype, filename=filename))
+
+
+# -- module-level functions and the storage backend ---------------------------------------------
+def memmap_function(data: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
+                    num_threads: int = 0, return_early: bool = False,
+                    share_non_tensor: bool = False, existsok: bool = True,
+                    robust_key: bool | None = True) -> Any:
+    """``tensordict.memmap(data, prefix)``: same as ``data.memmap(prefix)``.
+
+    >>> import tempfile, tensordict
+    >>> tensordict.memmap(tensordict.TensorDict(a=torch.ones(1)), tempfile.mkdtemp()).is_memmap()
+    True
+    """
+    return memmap(data, prefix, copy_existing, num_threads=num_threads,
+                  return_early=return_early, share_non_tensor=share_non_tensor,
+                  existsok=existsok, robust_key=robust_key)
+
+
+def load_memmap_function(prefix: PathLike, device: Any = None, non_blocking: bool = False, *,
+                         out: Any = None, robust_key: bool | None = True, num_threads: int = 0,
+                         allow_pickle: bool | None = False) -> Any:
+    """``tensordict.load_memmap(prefix)``: load a saved collection of any kind.
+
+    >>> import tempfile, tensordict
+    >>> path = tempfile.mkdtemp()
+    >>> _ = tensordict.save(tensordict.TensorDict(a=torch.ones(1)), path)
+    >>> tensordict.load(path)["a"]
+    MemoryMappedTensor([1.])
+    """
+    return load_memmap(None, prefix, device, non_blocking, out=out, robust_key=robust_key,
+                       num_threads=num_threads, allow_pickle=allow_pickle)
+
+
+class MemmapBackend:
+    """The ``memmap`` storage backend: a folder per collection, ``meta.json`` and raw
+    ``.memmap`` files (upstream tensordict's format).
+
+    >>> import tempfile
+    >>> from tensordict import TensorDict
+    >>> backend, path = MemmapBackend(), tempfile.mkdtemp()
+    >>> _ = backend.save(TensorDict(a=torch.ones(1)), path)
+    >>> backend.can_load(path), backend.load(path)["a"]
+    (True, MemoryMappedTensor([1.]))
+    """
+
+    def save(self, td: Any, path: PathLike, **kwargs: Any) -> Any:
+        """Write ``td`` under ``path`` (keywords of :func:`memmap`)."""
+        return memmap(td, path, **kwargs)
+
+    def load(self, path: PathLike, **kwargs: Any) -> Any:
+        """Load what :meth:`save` wrote (keywords of :func:`load_memmap`)."""
+        return load_memmap(None, path, **kwargs)
+
+    def can_load(self, path: PathLike) -> bool:
+        """Whether ``path`` is a folder holding a ``meta.json``."""
+        return os.path.isfile(os.path.join(os.fspath(path), _layout.META))
+
+
+METHODS: dict[str, Any] = {
+    "memmap": memmap,
+    "memmap_": memmap_,
+    "memmap_like": memmap_like,
+    "dumps": dumps,
+    "load_memmap": classmethod(load_memmap),
+    "load_memmap_": load_memmap_,
+    "load_": load_,
+    "memmap_refresh_": memmap_refresh_,
+    "is_memmap": is_memmap,
+    "saved_path": saved_path,
+    "make_memmap": make_memmap,
+    "make_memmap_from_tensor": make_memmap_from_tensor,
+    "make_memmap_from_storage": make_memmap_from_storage,
+}
