@@ -1,3 +1,22 @@
-"""tensordict.tensorclasses: provided by the tensordict-tensorclass distribution."""
+"""tensordict.tensorclasses: typed dataclasses that carry tensors and behave like a
+TensorDict (provided by the tensordict-tensorclass distribution).
 
+The public names are also available as ``tensordict.tensorclass``,
+``tensordict.TensorClass`` and ``tensordict.is_tensorclass``.
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorClass
+    >>> class Batch(TensorClass):
+    ...     x: torch.Tensor
+    ...     y: torch.Tensor
+    >>> batch = Batch(x=torch.zeros(8, 3), y=torch.ones(8), batch_size=[8])
+    >>> torch.stack([batch, batch]).shape
+    torch.Size([2, 8])
+"""
+
+from tensordict.tensorclasses._build import TensorClass, is_tensorclass, tensorclass
+from tensordict.tensorclasses._instance import TensorClassBase
 from tensordict.tensorclasses._version import __version__ as __version__
+
+__all__ = ["TensorClass", "TensorClassBase", "is_tensorclass", "tensorclass"]

@@ -1,4 +1,7 @@
-"""Entry point of tensordict-tensorclass: what it contributes through the plugin hooks."""
+"""Entry point of tensordict-tensorclass: what it contributes through the plugin hooks.
+
+Imports nothing heavy: the names are resolved the first time they are used.
+"""
 
 from __future__ import annotations
 
@@ -9,4 +12,9 @@ from tensordict.plugins import hookimpl
 
 @hookimpl
 def tensordict_top_level_names() -> dict[str, Any]:
-    return {}
+    """``tensordict.tensorclass``, ``tensordict.TensorClass``, ``tensordict.is_tensorclass``."""
+    return {
+        "tensorclass": "tensordict.tensorclasses:tensorclass",
+        "TensorClass": "tensordict.tensorclasses:TensorClass",
+        "is_tensorclass": "tensordict.tensorclasses:is_tensorclass",
+    }

@@ -1,0 +1,229 @@
+"""Forwarding: every TensorDict operation works on tensorclass instances.
+
+The rule, applied to every public method, property and operator of
+:class:`~tensordict.TensorDict` that the tensorclass base does not define itself:
+
+1. tensorclass arguments (also inside a list or tuple) are replaced by their TensorDict;
+2. the method runs on the instance's TensorDict;
+3. the result is delivered: the TensorDict of an argument comes back as that argument
+   (in-place ops return ``self``); a TensorDict whose keys are fields of the class becomes
+   an instance of the class; tuples and lists are delivered item by item; anything
+   else (tensors, keys, sizes, a TensorDict of other keys) is returned as it is.
+
+``torch`` functions (``torch.stack``, ``torch.cat``...) follow the same rule through
+``__torch_function__``, and plugin methods (``memmap``...) are found by
+:class:`~tensordict.TensorCollection` itself.
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorClass
+    >>> class Pair(TensorClass):
+    ...     a: torch.Tensor
+    ...     b: torch.Tensor
+    >>> p = Pair(a=torch.zeros(4, 2), b=torch.ones(4), batch_size=[4])
+    >>> p.reshape(2, 2)
+    Pair(batch_size=[2,2], fields={a: f32[2], b: f32[]})
+    >>> (p == 0).a.all(), type(p.to_dict()).__name__
+    (tensor(True), 'dict')
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from tensordict import TensorDict, TensorDictBase, plugins
+
+#: Operators of TensorDict forwarded as they are (when TensorDict defines them).
+OPERATORS = frozenset(
+    f"__{op}__" for op in (
+        "add radd iadd sub rsub isub mul rmul imul truediv rtruediv itruediv floordiv "
+        "rfloordiv ifloordiv mod rmod imod pow rpow ipow matmul rmatmul imatmul and rand "
+        "iand or ror ior xor rxor ixor lshift rlshift ilshift rshift rrshift irshift "
+        "eq ne lt le gt ge neg pos abs invert len bool contains delitem enter exit "
+        "array"
+    ).split()
+)
+
+
+#: Methods that return stored entries (or pairs of them): never re-wrapped.
+RETURNS_ENTRIES = frozenset({
+    "get", "get_at", "get_non_tensor", "pop", "popitem", "setdefault", "values", "items",
+})
+
+
+class Wrapper:
+    """Base of the tensorclass base: an instance holds its data in ``_tensordict``, which
+    the forwarding rule passes to TensorDict in its place."""
+
+    __slots__ = ()
+    _tensordict: TensorDict
+
+#: Methods that take the whole collection (they must see the class, e.g. to record it on
+#: disk): TensorDict's function is called with the instance itself.
+ON_INSTANCE = frozenset({"save"})
+
+
+def _is_tensorclass(value: Any) -> bool:
+    return isinstance(value, Wrapper)
+
+
+def unwrap(args: Any, originals: dict[int, Any]) -> Any:
+    """``args`` (a tuple) with tensorclasses replaced by their TensorDicts, one level of
+    lists/tuples deep; ``originals`` maps each TensorDict's id back to its instance (for a
+    list or tuple, its first instance only: enough to find the class of the result)."""
+    base = Wrapper
+    out = list(args)
+    for i, arg in enumerate(out):
+        if isinstance(arg, base):
+            originals[id(arg._tensordict)] = arg
+            out[i] = arg._tensordict
+        elif arg.__class__ in (list, tuple) and arg:
+            first = next((item for item in arg if isinstance(item, base)), None)
+            if first is not None:
+                originals.setdefault(id(first._tensordict), first)
+                out[i] = type(arg)([item._tensordict if isinstance(item, base) else item
+                                    for item in arg])
+    return tuple(out)
+
+
+def fits(cls: type, td: Any) -> bool:
+    """Whether ``td`` holds only fields of the tensorclass ``cls``."""
+    if td.__class__ is TensorDict:
+        return td._tensordict.keys() <= cls._tc_field_set
+    return set(td.keys()) <= cls._tc_field_set
+
+
+def restore_classes(result: Any, template: Any) -> None:
+    """Give the nested entries of a new ``result`` the tensorclass of the entry at the same
+    key of ``template`` (ops such as ``torch.stack`` rebuild nested levels as TensorDicts)."""
+    if result.__class__ is not TensorDict or template.__class__ is not TensorDict:
+        return
+    entries = template._tensordict
+    for key, value in result._tensordict.items():
+        reference = entries.get(key)
+        if reference is None or reference is value or value.__class__ is not TensorDict:
+            continue
+        if _is_tensorclass(reference) and fits(type(reference), value):
+            restore_classes(value, reference._tensordict)
+            result._tensordict[key] = type(reference)._from_storage(value)
+        elif reference.__class__ is TensorDict:
+            restore_classes(value, reference)
+
+
+def deliver(cls: type, result: Any, originals: dict[int, Any]) -> Any:
+    """The result of a forwarded op, re-wrapped into ``cls`` where it fits (module doc).
+
+    ``originals`` maps the id of each TensorDict passed to the op to its tensorclass; the
+    first one is the template of the nested classes of a new result."""
+    original = originals.get(id(result))
+    if original is not None and original._tensordict is result:
+        original._resync()
+        return original
+    if result.__class__ in (tuple, list):
+        return type(result)(deliver(cls, item, originals) for item in result)
+    if (isinstance(result, TensorDictBase) and not _is_tensorclass(result)
+            and not getattr(result, "_is_non_tensor", False) and fits(cls, result)):
+        if originals:
+            restore_classes(result, next(iter(originals.values()))._tensordict)
+        return cls._from_storage(result)
+    return result
+
+
+def method(name: str, doc: str | None = None) -> Callable[..., Any]:
+    """``name`` of the instance's TensorDict, called with the forwarding rule."""
+    rewrap = name not in RETURNS_ENTRIES and not name.startswith("_") or name in OPERATORS
+
+    def forwarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        originals = {id(self._tensordict): self}
+        if args:
+            args = unwrap(args, originals)
+        if kwargs:
+            kwargs = dict(zip(kwargs, unwrap(tuple(kwargs.values()), originals)))
+        result = getattr(self._tensordict, name)(*args, **kwargs)
+        if rewrap:
+            return deliver(type(self), result, originals)
+        return self if result is self._tensordict else result
+
+    forwarded.__name__ = forwarded.__qualname__ = name
+    forwarded.__doc__ = doc
+    return forwarded
+
+
+def _classmethod(name: str, doc: str | None) -> classmethod:
+    """A class-level TensorDict function (``fromkeys``, ``stack``...) returning the class."""
+
+    def forwarded(cls: type, *args: Any, **kwargs: Any) -> Any:
+        originals: dict[int, Any] = {}
+        args = unwrap(args, originals)
+        return deliver(cls, getattr(TensorDict, name)(*args, **kwargs), originals)
+
+    forwarded.__name__ = forwarded.__qualname__ = name
+    forwarded.__doc__ = doc
+    return classmethod(forwarded)
+
+
+def _property(name: str, prop: property) -> property:
+    def fget(self: Any) -> Any:
+        value = getattr(self._tensordict, name)
+        if value.__class__ is TensorDict:
+            return deliver(type(self), value, {id(self._tensordict): self})
+        return value
+
+    def fset(self: Any, value: Any) -> None:
+        setattr(self._tensordict, name, value)
+
+    return property(fget, fset if prop.fset is not None else None, doc=prop.__doc__)
+
+
+def install_forwarders(base: type) -> None:
+    """Give ``base`` every TensorDict method, property and operator it lacks (private
+    helpers too: core calls them on nested collections)."""
+    for name in dir(TensorDict):
+        if name in base.__dict__ or (name.startswith("__") and name not in OPERATORS):
+            continue
+        attr = inspect.getattr_static(TensorDict, name)
+        if name.startswith("_") and not inspect.isfunction(attr) and name not in OPERATORS:
+            continue
+        if name in ON_INSTANCE:
+            setattr(base, name, attr)
+        elif isinstance(attr, property):
+            setattr(base, name, _property(name, attr))
+        elif isinstance(attr, (classmethod, staticmethod)):
+            setattr(base, name, _classmethod(name, attr.__func__.__doc__))
+        elif callable(attr):
+            setattr(base, name, method(name, getattr(attr, "__doc__", None)))
+
+
+class PluginMethod:
+    """The plugin method ``name`` (``memmap``, ``save``...) on tensorclasses, looked up
+    when accessed, with an error naming the package to install when none provides it."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        function = plugins.method(self.name)
+        if function is None:
+            owner_name = (owner or type(obj)).__name__
+            raise plugins.missing_method_error(owner_name, self.name)
+        if isinstance(function, classmethod):
+            return function.__get__(None, owner or type(obj))
+        return function if obj is None else function.__get__(obj, owner)
+
+
+def install_plugin_methods(base: type) -> None:
+    """Give ``base`` the methods plugins provide (and the known ones of missing plugins).
+
+    Instances have no ``__getattr__`` (it would slow every field read), so plugin methods
+    are class attributes; this runs at import and whenever a tensorclass is built.
+    """
+    names = {name for name in plugins.PROVIDED_BY
+             if name[:1].islower() and name not in ("tensorclass", "is_tensorclass")}
+    for mapping in plugins.plugin_manager().hook.tensordict_methods():
+        names.update(mapping or ())
+    for name in names - set(base.__dict__):
+        setattr(base, name, PluginMethod(name))

@@ -1,0 +1,421 @@
+"""What every tensorclass instance has: storage, field access, indexing, the
+TensorDict primitives (so core treats an instance as a nested collection), conversion
+to and from TensorDicts, pickling and copies.
+
+All other TensorDict methods come from :mod:`._forward`.
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorClass
+    >>> class Point(TensorClass):
+    ...     xy: torch.Tensor
+    ...     label: str = "p"
+    >>> pts = Point(xy=torch.zeros(3, 2), batch_size=[3])
+    >>> pts[1:].batch_size, pts.get("label"), pts.to_tensordict()["xy"].shape
+    (torch.Size([2]), 'p', torch.Size([3, 2]))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import torch
+from torch.utils.data._utils.collate import default_collate_fn_map
+
+from tensordict import TensorCollection, TensorDict, TensorDictBase
+from tensordict._base import NO_DEFAULT
+from tensordict._nontensor import unwrap_non_tensor
+from tensordict.tensorclasses import _fields
+from tensordict.tensorclasses._dtype import install_casts
+from tensordict.tensorclasses._forward import (
+    Wrapper,
+    deliver,
+    fits,
+    install_forwarders,
+    install_plugin_methods,
+    unwrap,
+)
+from tensordict.tensorclasses._repr import nested_compact_repr, tensorclass_repr
+
+T = TypeVar("T", bound="TensorClassBase")
+_Tensor = torch.Tensor
+
+
+_DIRECT, _WRITER = object(), object()
+
+
+def _is_tensorclass(value: Any) -> bool:
+    return getattr(type(value), "_is_tensorclass", False)
+
+
+def _is_key(index: Any) -> bool:
+    return index.__class__ is str or (
+        index.__class__ is tuple and bool(index) and all(isinstance(k, (str, tuple)) for k in index)
+    )
+
+
+class TensorClassBase(Wrapper):
+    """Base of every tensorclass (made by ``@tensorclass`` or by subclassing
+    ``TensorClass``). Not meant to be subclassed directly."""
+
+    __slots__ = ("_tensordict",)
+    _tensordict: TensorDict
+    _is_tensorclass = True
+    # set per class by the builder (see _build.py)
+    _tc_field_set: frozenset[str] = frozenset()
+    _tc_fast: set[str] = set()
+    _tc_tensor_direct: frozenset[str] = frozenset()
+    #: field name -> ``_DIRECT`` (a plain tensor is stored as it is) or ``_WRITER``
+    _tc_assign: dict[str, object] = {}
+    _tc_writers: dict[str, _fields.Writer] = {}
+    _tc_frozen = False
+    _tc_post_init_on_rebuild = False
+    _tc_cast_filter: Callable[[Any, Any], bool] | None = None
+    _tc_options: Any = None
+    _tc_has_post_init = False
+
+    # -- storage -----------------------------------------------------------------------
+    @classmethod
+    def _from_storage(cls: type[T], td: Any) -> T:
+        """Wrap ``td`` (no copy); runs ``__post_init__`` unless the class skips it or
+        ``td`` is an empty shell (``empty()``)."""
+        obj = object.__new__(cls)
+        _fields.attach(obj, td)
+        if cls._tc_post_init_on_rebuild and next(iter(td.keys()), None) is not None:
+            obj.__post_init__()  # type: ignore[attr-defined]
+        return obj
+
+    def _resync(self) -> None:
+        """Follow the storage after an in-place op (it may have new non-tensor data);
+        entries that are not fields are taken out again, with an error."""
+        td = self._tensordict
+        if td.__class__ is not TensorDict or self.__dict__ is not td._tensordict:
+            _fields.attach(self, td)
+        extra = [key for key in td.keys() if key not in type(self)._tc_field_set]
+        if extra:
+            for key in extra:
+                td._del_str(key)
+            raise ValueError(
+                f"{type(self).__name__} has no fields {sorted(extra)}; its fields are "
+                f"{sorted(type(self)._tc_field_set)}"
+            )
+        _fields.guard_fast_fields(self)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        writer = type(self)._tc_assign.get(name)
+        if writer is _DIRECT and value.__class__ is _Tensor:
+            self._tensordict._set_str(name, value, inplace=False, validated=False)
+        elif writer is not None:
+            self._write(name, value)
+        elif name == "_tensordict":
+            _fields.attach(self, value)
+        elif any(name in klass.__dict__ for klass in type(self).__mro__):
+            object.__setattr__(self, name, value)  # a property or slot of the class
+        else:
+            raise AttributeError(
+                f"Cannot set the attribute {name!r}: {type(self).__name__} has no such field. "
+                f"Its fields are {sorted(type(self)._tc_field_set)}."
+            )
+
+    def __delattr__(self, name: str) -> None:
+        cls = type(self)
+        if name not in cls._tc_field_set:
+            raise AttributeError(f"{cls.__name__} has no field {name!r}")
+        if cls._tc_frozen:
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        if name in self._tensordict.keys():
+            self._tensordict._del_str(name)
+
+    def _write(self, name: str, value: Any) -> None:
+        """Store ``value`` in the field ``name`` with the class's casting rules."""
+        cls = type(self)
+        if cls._tc_frozen:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        td = self._tensordict
+        if value is None:
+            if name in td.keys():
+                td._del_str(name)
+        elif value.__class__ is _Tensor and name in cls._tc_tensor_direct:
+            td._set_str(name, value, inplace=False, validated=False)
+        else:
+            cls._tc_writers[name](td, name, value)
+            _fields.guard_fast_fields(self, (name,))
+
+    # -- TensorDict primitives: core sees an instance as a nested collection --------------
+    def _get_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
+        return self._tensordict._get_str(key, default)
+
+    def _set_str(self, key: str, value: Any, *, inplace: bool, validated: bool,
+                 non_blocking: bool = False) -> Any:
+        if key not in type(self)._tc_field_set:
+            raise AttributeError(
+                f"Cannot set {key!r}: {type(self).__name__} has no such field. "
+                f"Its fields are {sorted(type(self)._tc_field_set)}."
+            )
+        if validated or inplace:
+            self._tensordict._set_str(key, value, inplace=inplace, validated=validated,
+                                      non_blocking=non_blocking)
+            _fields.guard_fast_fields(self, (key,))
+        else:
+            self._write(key, value)
+        return self
+
+    def _del_str(self, key: str) -> None:
+        self._tensordict._del_str(key)
+
+    def _keys_str(self) -> Iterator[str]:
+        return self._tensordict._keys_str()
+
+    def _get_path(self, key: Any, default: Any = NO_DEFAULT) -> Any:
+        return self._tensordict._get_path(key, default)
+
+    def _apply_nest(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
+        originals = {id(self._tensordict): self}
+        result = self._tensordict._apply_nest(fn, *unwrap(others, originals), **kwargs)
+        return deliver(type(self), result, originals)
+
+    def _index(self, index: Any) -> Any:
+        return type(self)._from_storage(self._tensordict._index(index))
+
+    def _set_at_index(self, index: Any, value: Any) -> None:
+        self._tensordict._set_at_index(index, value._tensordict if _is_tensorclass(value)
+                                       else value)
+
+    def _propagate_lock(self, locked: bool) -> None:
+        self._tensordict._propagate_lock(locked)
+
+    @property
+    def _names(self) -> Any:
+        return self._tensordict._names
+
+    @property
+    def _non_tensordict(self) -> dict[str, Any]:
+        """Always empty: non-tensor fields live in ``_tensordict`` (upstream's attribute)."""
+        return {}
+
+    # -- indexing ------------------------------------------------------------------------
+    def __getitem__(self: T, index: Any) -> T:
+        if _is_key(index):
+            raise ValueError(
+                f"Invalid indexing arguments: {index!r}. A tensorclass is indexed along its "
+                f"batch dimensions; read a field with the attribute or get({index!r})."
+            )
+        return self._index(index)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        if _is_key(index):
+            raise ValueError(
+                f"Invalid indexing arguments: {index!r}. A tensorclass is indexed along its "
+                f"batch dimensions; write a field with the attribute or set({index!r}, ...)."
+            )
+        self._set_at_index(index, value)
+
+    def __getitems__(self: T, indices: list[int]) -> T:
+        """A batch of elements at once (``DataLoader`` with the instance as its dataset)."""
+        return self._index(torch.as_tensor(indices))
+
+    def __iter__(self: T) -> Iterator[T]:
+        if not self.batch_size:
+            raise TypeError(f"iteration over a 0-d {type(self).__name__}")
+        return (self[i] for i in range(self.batch_size[0]))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __bool__(self) -> bool:
+        raise RuntimeError(
+            "Converting a tensorclass to boolean value is not permitted: use "
+            "`tc.is_empty()`, or `(a == b).all()` / `.any()` to compare."
+        )
+
+    # -- fields --------------------------------------------------------------------------
+    def get(self, key: Any, *args: Any, **kwargs: Any) -> Any:
+        """The value of a field, or of a nested key through the fields; ``default``
+        (None unless given) when missing. Non-tensor data comes back as the object.
+
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Box(TensorClass):
+        ...     width: torch.Tensor
+        ...     name: str = "box"
+        >>> b = Box(width=torch.ones(2))
+        >>> b.get("name"), b.get("missing", 0)
+        ('box', 0)
+        """
+        return unwrap_non_tensor(self._tensordict.get(key, *args, **kwargs))
+
+    def set(self: T, key: Any, value: Any, inplace: bool = False, *,
+            non_blocking: bool = False, **kwargs: Any) -> T:
+        """Write a field (with the class's casting rules), or a nested key through the
+        fields; returns self.
+
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Box(TensorClass):
+        ...     width: torch.Tensor
+        >>> Box(width=torch.ones(2)).set("width", torch.zeros(2)).width
+        tensor([0., 0.])
+        """
+        if key.__class__ is str or (isinstance(key, tuple) and len(key) == 1):
+            name = key if key.__class__ is str else key[0]
+            self._set_str(name, value, inplace=inplace and name in self._tensordict.keys(),
+                          validated=False, non_blocking=non_blocking)
+        else:
+            self._tensordict.set(key, value, inplace=inplace, non_blocking=non_blocking,
+                                 **kwargs)
+        return self
+
+    @classmethod
+    def fields(cls) -> tuple[dataclasses.Field, ...]:
+        """The dataclass fields (deprecated: use :func:`dataclasses.fields`)."""
+        warnings.warn(
+            "TensorClass.fields() is deprecated and will be removed in TensorDict 0.17. "
+            "Use dataclasses.fields(cls) instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return dataclasses.fields(cls)  # type: ignore[arg-type]
+
+    # -- conversions ------------------------------------------------------------------------
+    @classmethod
+    def from_tensordict(cls: type[T], tensordict: TensorDictBase,
+                        non_tensordict: dict[str, Any] | None = None,
+                        safe: bool | None = True) -> T:
+        """Wrap ``tensordict`` (no copy of its tensors) as an instance of the class
+        (``__post_init__`` runs as on the results of ops).
+
+        Args:
+            tensordict: holds the fields (extra keys are an error when ``safe``).
+            non_tensordict: more field values, written with the class's casting rules
+                into a shallow copy of ``tensordict``.
+            safe: check that every key of ``tensordict`` is a field.
+
+        >>> import torch
+        >>> from tensordict import TensorClass, TensorDict
+        >>> class Box(TensorClass):
+        ...     width: torch.Tensor
+        ...     name: str = "box"
+        >>> td = TensorDict(width=torch.ones(2), batch_size=[2])
+        >>> box = Box.from_tensordict(td, {"name": "crate"})
+        >>> box.width is td["width"], box.name
+        (True, 'crate')
+        """
+        extra = sorted(set(non_tensordict or ()) - cls._tc_field_set)
+        if safe and (extra or not fits(cls, tensordict)):
+            extra += sorted(set(tensordict.keys()) - cls._tc_field_set)
+            raise ValueError(
+                f"the keys {extra} of the tensordict are not fields of {cls.__name__} "
+                f"(its fields are {sorted(cls._tc_field_set)})"
+            )
+        if non_tensordict:
+            tensordict = tensordict.copy()
+            for name, value in non_tensordict.items():
+                if value is not None:
+                    cls._tc_writers[name](tensordict, name, value)
+        obj = cls._from_storage(tensordict)
+        _fields.guard_fast_fields(obj)
+        return obj
+
+    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
+        """A plain TensorDict copy (nested tensorclasses become TensorDicts too).
+
+        Args:
+            retain_none: write fields set to None as ``None`` entries (default: drop).
+
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Box(TensorClass):
+        ...     width: torch.Tensor
+        ...     lid: torch.Tensor = None
+        >>> Box(width=torch.ones(2), batch_size=[2]).to_tensordict()
+        TensorDict(batch_size=[2], fields={width: f32[]})
+        """
+        out = self._tensordict.clone()
+        _plain(out, retain_none)
+        if retain_none:
+            _add_none_fields(self, out)
+        return out
+
+    def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> dict[str, Any]:
+        """A nested dict of the fields (non-tensor data unwrapped; None fields kept unless
+        ``retain_none=False``).
+
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Box(TensorClass):
+        ...     width: torch.Tensor
+        ...     lid: torch.Tensor = None
+        >>> Box(width=torch.ones(1)).to_dict()
+        {'width': tensor([1.]), 'lid': None}
+        """
+        out = self._tensordict.to_dict(retain_none=retain_none, convert_tensors=convert_tensors)
+        if retain_none:
+            out.update((name, None) for name in type(self).__dataclass_fields__ if name not in out)
+        return out
+
+    # -- pickling and copies ------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_tensordict": self._tensordict}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _fields.attach(self, state["_tensordict"])
+
+    def __copy__(self: T) -> T:
+        return type(self)._from_storage(self._tensordict.copy())
+
+    def __deepcopy__(self: T, memo: dict[int, Any]) -> T:
+        return type(self)._from_storage(self._tensordict.clone())
+
+    # -- torch functions ----------------------------------------------------------------------
+    @classmethod
+    def __torch_function__(cls, func: Callable[..., Any], types: Any, args: Any = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
+        originals: dict[int, Any] = {}
+        args = unwrap(args, originals)
+        kwargs = dict(zip(kwargs, unwrap(tuple(kwargs.values()), originals))) if kwargs else {}
+        target = type(next(iter(originals.values()))) if originals else cls
+        return deliver(target, func(*args, **kwargs), originals)
+
+    def __repr__(self) -> str:
+        return tensorclass_repr(self)
+
+    def _compact_nested_repr(self, parent_ndim: int) -> str:
+        return nested_compact_repr(self, parent_ndim)
+
+
+def _plain(td: Any, retain_none: bool | None) -> None:
+    """Turn the tensorclass entries of ``td`` (a fresh copy) into TensorDicts, in place."""
+    for key in list(td._keys_str()):
+        value = td._get_str(key)
+        if _is_tensorclass(value):
+            plain = value._tensordict
+            _plain(plain, retain_none)
+            if retain_none:
+                _add_none_fields(value, plain)
+            td._set_str(key, plain, inplace=False, validated=True)
+        elif isinstance(value, TensorDict):
+            _plain(value, retain_none)
+
+
+def _add_none_fields(obj: Any, td: TensorDict) -> None:
+    for name in type(obj).__dataclass_fields__:
+        if name not in td.keys():
+            td.set_non_tensor(name, None)
+
+
+def _collate(batch: Any, *, collate_fn_map: Any = None) -> Any:
+    """``DataLoader``'s default collate of tensorclass samples: a stack (a batch fetched
+    at once with ``__getitems__`` is already one)."""
+    return batch if isinstance(batch, TensorClassBase) else torch.stack(batch)
+
+
+install_casts(TensorClassBase)
+install_forwarders(TensorClassBase)
+install_plugin_methods(TensorClassBase)
+default_collate_fn_map[TensorClassBase] = _collate
+# Instances are tensor collections, and core recurses into nested ``TensorDictBase``s.
+# Registered rather than inherited: no ``__getattr__`` on the read path of fields.
+TensorCollection.register(TensorClassBase)
+TensorDictBase.register(TensorClassBase)

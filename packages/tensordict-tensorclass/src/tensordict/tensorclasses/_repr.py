@@ -1,0 +1,85 @@
+"""How tensorclass instances print: compact by default, verbose with
+``set_printoptions(compact=False)``. Stored fields come first (sorted), then the fields
+set to None.
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorClass
+    >>> class Obs(TensorClass):
+    ...     pixels: torch.Tensor
+    ...     mask: torch.Tensor = None
+    >>> Obs(pixels=torch.zeros(4, 3, 8, 8, dtype=torch.uint8), batch_size=[4])
+    Obs(batch_size=[4], fields={pixels: u8[3,8,8], mask: None})
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tensordict._options import get_printoptions
+from tensordict._repr import (
+    _LINE_WIDTH,
+    _compact_entry,
+    _indent,
+    _is_shared,
+    _sizes,
+    _verbose_entry,
+)
+
+
+def _entries(obj: Any) -> list[tuple[str, Any]]:
+    """``(name, stored value)`` pairs: stored keys sorted, then None fields in order."""
+    td = obj._tensordict
+    stored = sorted(td._keys_str())
+    missing = [name for name in type(obj).__dataclass_fields__ if name not in td.keys()]
+    return [(key, td._get_str(key)) for key in stored] + [(name, None) for name in missing]
+
+
+def _compact_value(value: Any, ndim: int, device: Any) -> str:
+    return "None" if value is None else _compact_entry(value, ndim, device)
+
+
+def compact_repr(obj: Any) -> str:
+    """``Name(batch_size=[3], fields={a: f32[4], b: None})``, a line a field when long."""
+    td = obj._tensordict
+    head = f"{type(obj).__name__}(batch_size={_sizes(td.batch_size)}"
+    if td.device is not None:
+        head += f", device={td.device}"
+    ndim = len(td.batch_size)
+    entries = [f"{key}: {_compact_value(value, ndim, td.device)}" for key, value in _entries(obj)]
+    line = f"{head}, fields={{{', '.join(entries)}}})"
+    if len(line) <= _LINE_WIDTH:
+        return line
+    body = ",\n".join("    " + entry for entry in entries)
+    return f"{head}, fields={{\n{body}}})"
+
+
+def nested_compact_repr(obj: Any, parent_ndim: int) -> str:
+    """How an instance shows as an entry of a compact repr: ``Name{a: f32[], b: None}``."""
+    td = obj._tensordict
+    ndim = len(td.batch_size)
+    extra = td.batch_size[parent_ndim:]
+    fields = ", ".join(
+        f"{key}: {_compact_value(value, ndim, td.device)}" for key, value in _entries(obj)
+    )
+    return f"{type(obj).__name__}{_sizes(extra) if extra else ''}{{{fields}}}"
+
+
+def verbose_repr(obj: Any) -> str:
+    """The multi-line layout of ``set_printoptions(compact=False)``."""
+    td = obj._tensordict
+    lines = [
+        f"{key}={_indent(_verbose_entry(value)) if value is not None else None}"
+        for key, value in _entries(obj)
+    ]
+    lines += [f"batch_size={td.batch_size}", f"device={td.device}",
+              f"is_shared={_is_shared(td)}"]
+    body = ",\n    ".join(lines)
+    return f"{type(obj).__name__}(\n    {body})"
+
+
+def tensorclass_repr(obj: Any) -> str:
+    """The repr of ``obj`` under the current print options."""
+    if get_printoptions()["compact"]:
+        return compact_repr(obj)
+    return verbose_repr(obj)
