@@ -1,4 +1,7 @@
-"""Entry point of tensordict-nn: what it contributes through the plugin hooks."""
+"""Entry point of tensordict-nn: what it contributes through the plugin hooks.
+
+Imports nothing heavy: the names below are strings resolved on first use.
+"""
 
 from __future__ import annotations
 
@@ -9,4 +12,7 @@ from tensordict.plugins import hookimpl
 
 @hookimpl
 def tensordict_top_level_names() -> dict[str, Any]:
-    return {}
+    return {
+        "TensorDictParams": "tensordict.nn.params:TensorDictParams",
+        "make_tensordict": "tensordict.nn.utils:make_tensordict",
+    }

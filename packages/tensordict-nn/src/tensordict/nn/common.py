@@ -1,0 +1,526 @@
+"""Modules that read and write TensorDicts: the base class, TensorDictModule and wrappers.
+
+>>> import torch
+>>> from torch import nn
+>>> from tensordict import TensorDict
+>>> from tensordict.nn import TensorDictModule
+>>> module = TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["y"])
+>>> module(TensorDict(x=torch.zeros(2, 3), batch_size=[2]))["y"].shape
+torch.Size([2, 4])
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import textwrap
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from tensordict import (
+    NestedKey,
+    TensorDict,
+    TensorDictBase,
+    is_tensor_collection,
+    unravel_key,
+)
+from tensordict.nn.utils import _SKIP_EXISTING
+
+__all__ = [
+    "TensorDictModule",
+    "TensorDictModuleBase",
+    "TensorDictModuleWrapper",
+    "WrapModule",
+    "as_tensordict_module",
+    "dispatch",
+]
+
+
+# -- keys --------------------------------------------------------------------------------
+def _normalize_keys(keys: Any, what: str) -> list[NestedKey]:
+    """``keys`` as a list of unravelled nested keys (a single key becomes a list)."""
+    if isinstance(keys, (str, tuple)):
+        keys = [keys]
+    if not isinstance(keys, list):
+        raise ValueError(f"{what} must be of type list, str or tuples of str, got {keys!r}.")
+    out = []
+    for key in keys:
+        if not (isinstance(key, str) or (isinstance(key, tuple) and key
+                                          and all(isinstance(k, (str, tuple)) for k in key))):
+            raise ValueError(f"{what} must be of type list, str or tuples of str, got {key!r}.")
+        out.append(unravel_key(key))
+    return out
+
+
+def _key_name(key: NestedKey, separator: str) -> str:
+    return key if isinstance(key, str) else separator.join(key)
+
+
+def _indented(label: str, value: str) -> str:
+    """``label=value`` with the lines after the first indented by 4 spaces."""
+    return textwrap.indent(f"{label}={value}", "    ")
+
+
+def _module_repr(module: nn.Module, fields: Iterable[tuple[str, Any]]) -> str:
+    body = ",\n".join(_indented(label, value if isinstance(value, str) else repr(value))
+                      for label, value in fields)
+    return f"{type(module).__name__}(\n{body})"
+
+
+# -- dispatch ----------------------------------------------------------------------------
+def _tensors_to_td(keys: list[NestedKey], args: tuple[Any, ...], kwargs: dict[str, Any],
+                   separator: str, auto_batch_size: bool) -> TensorDict:
+    """The TensorDict that a tensor-call ``f(*args, **kwargs)`` stands for."""
+    if len(args) > len(keys):
+        raise TypeError(f"got {len(args)} positional tensors for the input keys {keys}")
+    entries: dict[NestedKey, Any] = dict(zip(keys, args))
+    names = {_key_name(key, separator): key for key in keys[len(args):]}
+    for name, value in kwargs.items():
+        if name not in names:
+            raise TypeError(
+                f"got an unexpected keyword argument {name!r}: the input keys are {keys} "
+                f"(nested keys joined with {separator!r})"
+            )
+        entries[names[name]] = value
+    return TensorDict(entries, batch_size="auto" if auto_batch_size else None)
+
+
+def _set_entry(td: Any, key: NestedKey, value: Any) -> None:
+    """``td.set(key, value)``, through the primitive when that is the same thing."""
+    if key.__class__ is str and td.__class__ is TensorDict:
+        td._set_str(key, value, inplace=False, validated=False)
+    else:
+        td.set(key, value)
+
+
+def _outputs(td: Any, keys: list[NestedKey]) -> Any:
+    values = tuple(td.get(key) for key in keys if key != "_")
+    return values[0] if len(values) == 1 else values
+
+
+def dispatch(
+    separator: str | Callable[..., Any] = "_",
+    source: str | list[NestedKey] = "in_keys",
+    dest: str | list[NestedKey] = "out_keys",
+    auto_batch_size: bool = True,
+) -> Any:
+    """Let a function (or method) taking a TensorDict also be called with tensors.
+
+    The function's first argument (after ``self``) must be named ``tensordict``. Tensors
+    are given by position (in ``source`` order) or by keyword (nested keys joined with
+    ``separator``); the call then returns the ``dest`` entries (one tensor or a tuple).
+    ``source``/``dest`` are key lists or the names of attributes of ``self`` holding them.
+
+    >>> import torch
+    >>> @dispatch(source=["x"], dest=["y"])
+    ... def double(tensordict):
+    ...     return tensordict.set("y", tensordict["x"] * 2)
+    >>> double(x=torch.ones(2))
+    tensor([2., 2.])
+    """
+    if callable(separator):
+        return dispatch()(separator)
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        params = list(inspect.signature(func).parameters)
+        is_method = bool(params) and params[0] == "self"
+        first = params[int(is_method)] if len(params) > int(is_method) else None
+        if first != "tensordict":
+            raise RuntimeError(
+                f"the first argument of the wrapped function must be named 'tensordict'. "
+                f"Got {first} instead."
+            )
+        if not is_method and (isinstance(source, str) or isinstance(dest, str)):
+            raise RuntimeError(
+                "dispatch: give source= and dest= as lists of keys when decorating a "
+                f"function ({func.__name__}) rather than a method"
+            )
+
+        def keys_of(owner: Any, spec: str | list[NestedKey]) -> list[NestedKey]:
+            if isinstance(spec, str):
+                return getattr(owner, spec)
+            return _normalize_keys(spec, "dispatch keys")
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            owner, rest = (args[0], args[1:]) if is_method else (None, args)
+            if (rest and is_tensor_collection(rest[0])) or "tensordict" in kwargs:
+                return func(*args, **kwargs)
+            td = _tensors_to_td(keys_of(owner, source), rest, kwargs, separator,
+                                auto_batch_size)
+            out = func(owner, td) if is_method else func(td)
+            return _outputs(out, keys_of(owner, dest))
+
+        return wrapper
+
+    return decorate
+
+
+def _td_forward(forward: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a module's ``forward``: tensor calls are dispatched, existing outputs may be
+    skipped (:func:`set_skip_existing`), unselected out keys are dropped."""
+    if getattr(forward, "_td_forward", False):
+        return forward
+
+    @functools.wraps(forward)
+    def wrapper(self: TensorDictModuleBase, *args: Any, **kwargs: Any) -> Any:
+        td = args[0] if args else kwargs.get("tensordict")
+        if td.__class__ is not TensorDict and (td is None or not is_tensor_collection(td)):
+            return self._call_with_tensors(forward, args, kwargs)
+        if _SKIP_EXISTING.get() and self._outputs_present(td):
+            return td
+        out = forward(self, *args, **kwargs)
+        dropped = self._dropped_out_keys
+        if dropped and out is not None:
+            out = out.exclude(*dropped, inplace=out is td)
+        return out
+
+    wrapper._td_forward = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+# -- the base ----------------------------------------------------------------------------
+class TensorDictModuleBase(nn.Module):
+    """Base class of modules that read ``in_keys`` from a TensorDict and write ``out_keys``.
+
+    A subclass's ``forward(tensordict)`` is wrapped so that it can also be called with
+    tensors (by position or keyword; the outputs are then returned as tensors), so that
+    :func:`set_skip_existing` is honoured and :meth:`select_out_keys` applies.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> class Double(TensorDictModuleBase):
+    ...     in_keys, out_keys = ["x"], ["y"]
+    ...     def forward(self, tensordict):
+    ...         return tensordict.set("y", tensordict["x"] * 2)
+    >>> Double()(x=torch.ones(2))
+    tensor([2., 2.])
+    """
+
+    in_keys: list[NestedKey]
+    out_keys: list[NestedKey]
+    _dropped_out_keys: tuple[NestedKey, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "forward" in cls.__dict__:
+            cls.forward = _td_forward(cls.__dict__["forward"])
+
+    @staticmethod
+    def is_tdmodule_compatible(module: Any) -> bool:
+        """Whether ``module`` has ``in_keys`` and ``out_keys`` (so it fits in a sequence).
+
+        >>> import torch
+        >>> TensorDictModuleBase.is_tdmodule_compatible(torch.nn.Linear(1, 1))
+        False
+        """
+        return hasattr(module, "in_keys") and hasattr(module, "out_keys")
+
+    @property
+    def out_keys_source(self) -> list[NestedKey]:
+        """The out keys as built (before :meth:`select_out_keys`)."""
+        return self.__dict__.get("_out_keys_source", self.out_keys)
+
+    def select_out_keys(self, *out_keys: NestedKey) -> TensorDictModuleBase:
+        """Write only ``out_keys`` from now on (in place; returns the module).
+
+        >>> from tensordict.nn import TensorDictModule
+        >>> m = TensorDictModule(lambda x: (x, x + 1), in_keys=["x"], out_keys=["a", "b"])
+        >>> m.select_out_keys("b").out_keys
+        ['b']
+        """
+        source = self.out_keys_source
+        selected = _normalize_keys(list(out_keys), "out_keys")
+        unknown = [key for key in selected if key not in source]
+        if unknown:
+            raise ValueError(f"select_out_keys: {unknown} are not out keys of this module "
+                             f"(out keys: {source})")
+        self.__dict__["_out_keys_source"] = list(source)
+        self._set_out_keys([key for key in source if key in selected])
+        self._dropped_out_keys = tuple(key for key in source if key not in selected)
+        return self
+
+    def reset_out_keys(self) -> TensorDictModuleBase:
+        """Undo :meth:`select_out_keys` (returns the module).
+
+        >>> from tensordict.nn import TensorDictModule
+        >>> m = TensorDictModule(lambda x: (x, x + 1), in_keys=["x"], out_keys=["a", "b"])
+        >>> m.select_out_keys("b").reset_out_keys().out_keys
+        ['a', 'b']
+        """
+        self._set_out_keys(list(self.out_keys_source))
+        self._dropped_out_keys = ()
+        return self
+
+    def _set_out_keys(self, out_keys: list[NestedKey]) -> None:
+        self.out_keys = out_keys
+
+    def reset_parameters_recursive(self, parameters: TensorDictBase | None = None) -> None:
+        """Call ``reset_parameters()`` on every sub-module that has one (into
+        ``parameters`` if given, via ``parameters.to_module(self)``).
+
+        >>> import torch
+        >>> from tensordict.nn import TensorDictModule
+        >>> m = TensorDictModule(torch.nn.Linear(2, 2), in_keys=["x"], out_keys=["y"])
+        >>> m.reset_parameters_recursive()
+        """
+        if parameters is not None:
+            with parameters.to_module(self):
+                self.reset_parameters_recursive()
+            return
+        for module in self.modules():
+            if module is not self and hasattr(module, "reset_parameters"):
+                module.reset_parameters()
+
+    # -- helpers of the forward wrapper ------------------------------------------------
+    def _outputs_present(self, td: TensorDictBase) -> bool:
+        return all(td.get(key, None) is not None for key in self.out_keys if key != "_")
+
+    def _call_with_tensors(self, forward: Callable[..., Any], args: tuple[Any, ...],
+                           kwargs: dict[str, Any]) -> Any:
+        td = _tensors_to_td(self.in_keys, args, kwargs, "_", auto_batch_size=False)
+        return _outputs(forward(self, td), self.out_keys)
+
+
+# -- TensorDictModule --------------------------------------------------------------------
+class TensorDictModule(TensorDictModuleBase):
+    """Wrap a callable so that it reads ``in_keys`` from a TensorDict and writes its
+    outputs to ``out_keys``.
+
+    Args:
+        module: an ``nn.Module`` or any callable.
+        in_keys: the keys read (nested keys allowed). A dict maps the callable's keyword
+            arguments to keys (``{kwarg: key}``; ``out_to_in_map=False`` reads it as
+            ``{key: kwarg}``).
+        out_keys: where the outputs go, in order; ``"_"`` discards an output.
+        inplace: ``True`` writes into the input TensorDict, ``False`` into a new one,
+            ``"empty"`` into ``tensordict.empty()``.
+        method / method_kwargs: call ``module.<method>(..., **method_kwargs)`` instead.
+        strict: a missing input raises ``KeyError`` (else ``None`` is passed).
+        get_kwargs: extra keyword arguments of ``tensordict.get``.
+
+    Called with tensors (``module(x=tensor)``) it returns the output tensors.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> m = TensorDictModule(lambda a, b: a + b, in_keys={"a": "x", "b": ("n", "y")},
+    ...                      out_keys=["z"])
+    >>> td = TensorDict(x=torch.ones(2), n={"y": torch.ones(2)}, batch_size=[2])
+    >>> m(td)["z"]
+    tensor([2., 2.])
+    """
+
+    def __init__(
+        self,
+        module: Callable[..., Any],
+        in_keys: NestedKey | list[NestedKey] | dict[Any, Any],
+        out_keys: NestedKey | list[NestedKey],
+        *,
+        out_to_in_map: bool | None = None,
+        inplace: bool | str = True,
+        method: str | None = None,
+        method_kwargs: dict[str, Any] | None = None,
+        strict: bool = False,
+        get_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        if isinstance(in_keys, Mapping):
+            pairs = [(v, k) for k, v in in_keys.items()] if out_to_in_map is False \
+                else list(in_keys.items())
+            self._kwargs: list[str] | None = [kwarg for kwarg, _ in pairs]
+            in_keys = [key for _, key in pairs]
+        else:
+            self._kwargs = None
+        self.in_keys = _normalize_keys(in_keys, "in_keys")
+        self.out_keys = _normalize_keys(out_keys, "out_keys")
+        if inplace not in (True, False, "empty"):
+            raise ValueError(f"inplace must be True, False or 'empty', got {inplace!r}")
+        if method is not None and not callable(getattr(module, method, None)):
+            raise ValueError(f"{type(module).__name__} has no method {method!r}")
+        if method is None and not callable(module):
+            raise ValueError(
+                f"Module {module} of type {type(module)} is not callable. Typical accepted "
+                "types are nn.Module or TensorDictModule. To call a specific method of "
+                "your module, pass the `method` keyword argument."
+            )
+        self.module = module
+        self.inplace = inplace
+        self.method = method
+        self.method_kwargs = method_kwargs or {}
+        self.strict = strict
+        self.get_kwargs = get_kwargs or {}
+
+    def forward(self, tensordict: TensorDictBase, *args: Any,
+                tensordict_out: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
+        """Read the inputs, call the module, write the outputs (see the class doc)."""
+        inputs = self._read(tensordict)
+        modules = self._modules
+        func = modules["module"] if "module" in modules else self.__dict__["module"]
+        if self.method is not None:
+            func = getattr(func, self.method)
+        if self.method_kwargs:
+            kwargs.update(self.method_kwargs)
+        try:
+            if self._kwargs is None:
+                out = func(*inputs, *args, **kwargs)
+            else:
+                out = func(*args, **dict(zip(self._kwargs, inputs)), **kwargs)
+        except Exception as err:
+            missing = [key for key, value in zip(self.in_keys, inputs) if value is None]
+            if missing:
+                raise KeyError(
+                    f"the inputs {missing} of {type(func).__name__} were not found in "
+                    f"the TensorDict (keys: {list(tensordict.keys(True, True))})"
+                ) from err
+            raise
+        if tensordict_out is None:
+            if self.inplace is True:
+                tensordict_out = tensordict
+            elif self.inplace is False:
+                tensordict_out = TensorDict(batch_size=tensordict.batch_size,
+                                            device=tensordict.device)
+            else:
+                tensordict_out = tensordict.empty()
+        return self._write(tensordict_out, out)
+
+    def _read(self, tensordict: TensorDictBase) -> list[Any]:
+        get_kwargs = self.get_kwargs
+        if self.strict:
+            return [tensordict.get(key, **get_kwargs) for key in self.in_keys]
+        if get_kwargs:
+            return [tensordict.get(key, None, **get_kwargs) for key in self.in_keys]
+        get = tensordict.get
+        return [get(key, None) for key in self.in_keys]
+
+    def _write(self, tensordict_out: TensorDictBase, out: Any) -> TensorDictBase:
+        out_keys = self.__dict__.get("_out_keys_source") or self.out_keys
+        if out.__class__ is torch.Tensor and len(out_keys) == 1:
+            if out_keys[0] != "_":
+                _set_entry(tensordict_out, out_keys[0], out)
+            return tensordict_out
+        if out.__class__ is not tuple:
+            if isinstance(out, TensorDictBase):
+                out = tuple(out.get(key) for key in out_keys)
+            else:
+                out = (out,)
+        if len(out) < len(out_keys):
+            raise RuntimeError(
+                f"{type(self.module).__name__} returned {len(out)} value(s) for the "
+                f"{len(out_keys)} out_keys {out_keys}"
+            )
+        for key, value in zip(out_keys, out):
+            if key != "_":
+                _set_entry(tensordict_out, key, value)
+        return tensordict_out
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            module = self.__dict__.get("_modules", {}).get("module")
+            if module is None or name.startswith("__"):
+                raise
+            return getattr(module, name)
+
+    def __repr__(self) -> str:
+        return _module_repr(self, [("module", self.module), ("in_keys", self.in_keys),
+                                   ("out_keys", self.out_keys)])
+
+
+class TensorDictModuleWrapper(TensorDictModuleBase):
+    """Wrap a TensorDict module; attributes not found here are looked up on it.
+
+    >>> import torch
+    >>> from tensordict.nn import TensorDictModule
+    >>> inner = TensorDictModule(torch.nn.Linear(2, 3), in_keys=["x"], out_keys=["y"])
+    >>> wrapper = TensorDictModuleWrapper(inner)
+    >>> wrapper.in_keys, wrapper.module is inner.module
+    (['x'], True)
+    """
+
+    def __init__(self, td_module: TensorDictModuleBase) -> None:
+        super().__init__()
+        self.td_module = td_module
+
+    in_keys = property(lambda self: self.td_module.in_keys)  # type: ignore[assignment]
+    out_keys = property(lambda self: self.td_module.out_keys)  # type: ignore[assignment]
+
+    def _set_out_keys(self, out_keys: list[NestedKey]) -> None:
+        self.td_module._set_out_keys(out_keys)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            if name.startswith("__") or "td_module" not in self.__dict__.get("_modules", {}):
+                raise
+            return getattr(self._modules["td_module"], name)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the wrapped module."""
+        return self.td_module(*args, **kwargs)
+
+
+class WrapModule(TensorDictModuleBase):
+    """A TensorDict -> TensorDict function as a module (``inplace=True`` copies the
+    result into the input TensorDict).
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> m = WrapModule(lambda td: td.set("y", td["x"] + 1), in_keys=["x"], out_keys=["y"])
+    >>> m(TensorDict(x=torch.zeros(2), batch_size=[2]))["y"]
+    tensor([1., 1.])
+    """
+
+    def __init__(self, func: Callable[[TensorDictBase], TensorDictBase], *,
+                 inplace: bool = False, in_keys: list[NestedKey] | None = None,
+                 out_keys: list[NestedKey] | None = None) -> None:
+        super().__init__()
+        if not callable(func):
+            raise TypeError(f"WrapModule needs a callable, got {type(func).__name__}")
+        self.func = func
+        self.inplace = inplace
+        self.in_keys = _normalize_keys(in_keys or [], "in_keys")
+        self.out_keys = _normalize_keys(out_keys or [], "out_keys")
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Apply the function."""
+        out = self.func(tensordict)
+        if self.inplace and out is not tensordict:
+            return tensordict.update(out)
+        return out
+
+    def __repr__(self) -> str:
+        return _module_repr(self, [("in_keys", self.in_keys), ("out_keys", self.out_keys)])
+
+
+def as_tensordict_module(*, in_keys: NestedKey | list[NestedKey],
+                         out_keys: NestedKey | list[NestedKey]) -> Callable[..., Any]:
+    """Decorator turning a function of tensors into a :class:`TensorDictModule`.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> @as_tensordict_module(in_keys=["x"], out_keys=["y"])
+    ... def add_one(x):
+    ...     return x + 1
+    >>> add_one(TensorDict(x=torch.zeros(2), batch_size=[2]))["y"]
+    tensor([1., 1.])
+    """
+
+    def decorate(func: Callable[..., Any]) -> TensorDictModule:
+        return TensorDictModule(func, in_keys=in_keys, out_keys=out_keys)
+
+    return decorate
+
+
+def _as_td_module(module: Any) -> nn.Module:
+    """``module`` if it reads/writes keys, else a :class:`WrapModule` around the callable."""
+    if TensorDictModuleBase.is_tdmodule_compatible(module):
+        return module
+    if not callable(module):
+        raise TypeError(f"{module!r} is neither a TensorDict module nor callable")
+    return WrapModule(module)
+

@@ -1,0 +1,82 @@
+"""EnsembleModule: run several independently initialised copies of a module with vmap.
+
+>>> import torch
+>>> from torch import nn
+>>> from tensordict import TensorDict
+>>> from tensordict.nn import EnsembleModule, TensorDictModule
+>>> mod = TensorDictModule(nn.Linear(4, 2), in_keys=["a"], out_keys=["b"])
+>>> ensemble = EnsembleModule(mod, num_copies=3)
+>>> ensemble(TensorDict(a=torch.randn(10, 4), batch_size=[10]))["b"].shape
+torch.Size([3, 10, 2])
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+
+from tensordict import TensorDict, TensorDictBase
+from tensordict.nn.common import TensorDictModuleBase, _module_repr
+from tensordict.nn.params import TensorDictParams
+
+__all__ = ["EnsembleModule"]
+
+
+class EnsembleModule(TensorDictModuleBase):
+    """``num_copies`` copies of ``module``, each with freshly initialised parameters
+    (``reset_parameters`` of every sub-module), run together with ``torch.vmap``.
+
+    With ``expand_input=True`` the input TensorDict is expanded to
+    ``[num_copies, *batch_size]``; otherwise its first dim must already be
+    ``num_copies``. The parameters live in ``ensemble.params_td`` (a
+    :class:`TensorDictParams`, leading dim ``num_copies``).
+
+    >>> import torch
+    >>> from tensordict.nn import TensorDictModule
+    >>> ensemble = EnsembleModule(
+    ...     TensorDictModule(torch.nn.Linear(2, 2), in_keys=["x"], out_keys=["y"]), 2)
+    >>> ensemble.params_td["module", "weight"].shape
+    torch.Size([2, 2, 2])
+    """
+
+    def __init__(self, module: TensorDictModuleBase, num_copies: int,
+                 expand_input: bool = True) -> None:
+        super().__init__()
+        if num_copies < 1:
+            raise ValueError(f"num_copies must be >= 1, got {num_copies}")
+        self.in_keys = list(module.in_keys)
+        self.out_keys = list(module.out_keys)
+        copies = []
+        for _ in range(num_copies):
+            replica = copy.deepcopy(module)
+            for sub in replica.modules():
+                if hasattr(sub, "reset_parameters"):
+                    sub.reset_parameters()
+            copies.append(TensorDict.from_module(replica))
+        self.params_td = TensorDictParams(torch.stack(copies).detach())
+        # the module keeps its structure only: its own tensors move to "meta"
+        TensorDict.from_module(module).detach().to("meta").to_module(module)
+        self.__dict__["module"] = module
+        self.num_copies = num_copies
+        self.expand_input = expand_input
+        self._vmapped = torch.vmap(self._call_one, (0, 0), randomness="different")
+
+    def _call_one(self, tensordict: TensorDictBase, params: TensorDictBase) -> TensorDictBase:
+        with params.to_module(self.module):
+            return self.module(tensordict)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Run every copy (on the expanded input if ``expand_input``)."""
+        if self.expand_input:
+            tensordict = tensordict.expand(self.num_copies, *tensordict.batch_size)
+        elif not tensordict.batch_size or tensordict.batch_size[0] != self.num_copies:
+            raise ValueError(
+                f"EnsembleModule(expand_input=False) needs an input whose first batch dim "
+                f"is num_copies={self.num_copies}, got batch_size {tensordict.batch_size}"
+            )
+        return self._vmapped(tensordict, self.params_td)
+
+    def __repr__(self) -> str:
+        return _module_repr(self, [("module", self.module), ("num_copies", self.num_copies),
+                                   ("in_keys", self.in_keys), ("out_keys", self.out_keys)])

@@ -1,0 +1,115 @@
+"""The functional API of older tensordict releases, as thin layers over
+``TensorDict.from_module`` / ``TensorDict.to_module``.
+
+``make_functional(module)`` returns the module's parameters and buffers as a nested
+TensorDict and lets ``module(*inputs, params=params)`` (or ``params`` as the last
+positional argument) run with those tensors swapped in. Unlike the old releases the
+module keeps its own parameters.
+
+>>> import torch
+>>> from torch import nn
+>>> model = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 4))
+>>> params = make_functional(model)
+>>> x = torch.randn(10, 3)
+>>> out = model(x, params=params)
+>>> torch.testing.assert_close(out, model[1](model[0](x, params["0"]), params["1"]))
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from torch import nn
+
+from tensordict import TensorDict, TensorDictBase
+from tensordict.nn.fx import symbolic_trace
+
+__all__ = [
+    "extract_weights_and_buffers",
+    "get_functional",
+    "is_functional",
+    "make_functional",
+    "repopulate_module",
+    "symbolic_trace",
+]
+
+
+def _functional_forward(module: nn.Module, forward: Any) -> Any:
+    @functools.wraps(forward)
+    def wrapper(*args: Any, params: TensorDictBase | None = None, **kwargs: Any) -> Any:
+        if params is None and len(args) >= 2 and isinstance(args[-1], TensorDictBase):
+            args, params = args[:-1], args[-1]
+        if params is None:
+            return forward(*args, **kwargs)
+        with params.to_module(module):
+            return forward(*args, **kwargs)
+
+    return wrapper
+
+
+def extract_weights_and_buffers(module: nn.Module) -> TensorDict:
+    """The parameters and buffers of ``module`` as a nested TensorDict.
+
+    >>> extract_weights_and_buffers(nn.Linear(2, 3))["weight"].shape
+    torch.Size([3, 2])
+    """
+    return TensorDict.from_module(module)
+
+
+def make_functional(module: nn.Module, funs_to_decorate: list[str] | None = None,
+                    keep_params: bool = False, return_params: bool = True) -> TensorDict | None:
+    """Let ``module`` and each sub-module take ``params`` (a TensorDict shaped like
+    :func:`extract_weights_and_buffers`) as a keyword or last positional argument;
+    returns the module's current parameters (if ``return_params``).
+
+    ``funs_to_decorate`` names the methods that accept ``params`` (``["forward"]``).
+    ``keep_params`` is accepted for compatibility: the module always keeps its tensors.
+
+    >>> linear = nn.Linear(2, 1)
+    >>> params = make_functional(linear)
+    >>> zeros = params.apply(lambda p: p.detach() * 0)
+    >>> linear(torch.ones(1, 2), params=zeros).abs().sum().item()
+    0.0
+    """
+    params = TensorDict.from_module(module) if return_params else None
+    for sub in module.modules():
+        if getattr(sub, "_is_functional", False):
+            continue
+        for name in funs_to_decorate or ["forward"]:
+            setattr(sub, name, _functional_forward(sub, getattr(sub, name)))
+        sub._is_functional = True
+    return params
+
+
+def get_functional(module: nn.Module, funs_to_decorate: list[str] | None = None) -> nn.Module:
+    """Make ``module`` functional (see :func:`make_functional`) and return it: it still
+    runs with its own parameters, or with ``params=...``.
+
+    >>> linear = get_functional(nn.Linear(2, 1))
+    >>> is_functional(linear)
+    True
+    """
+    make_functional(module, funs_to_decorate, keep_params=True, return_params=False)
+    return module
+
+
+def is_functional(module: nn.Module) -> bool:
+    """Whether :func:`make_functional` was called on ``module``.
+
+    >>> is_functional(nn.Linear(1, 1))
+    False
+    """
+    return bool(getattr(module, "_is_functional", False))
+
+
+def repopulate_module(model: nn.Module, tensordict: TensorDictBase) -> nn.Module:
+    """Write the tensors of ``tensordict`` into ``model`` (its parameters and buffers).
+
+    >>> linear = nn.Linear(2, 1)
+    >>> params = extract_weights_and_buffers(linear).apply(lambda p: p.detach() * 0)
+    >>> repopulate_module(linear, params).weight.abs().sum().item()
+    0.0
+    """
+    tensordict.to_module(model)
+    return model

@@ -1,0 +1,339 @@
+"""TensorDictParams: a TensorDict of parameters that is also an ``nn.Module``.
+
+>>> import torch
+>>> from tensordict import TensorDict
+>>> from tensordict.nn import TensorDictParams
+>>> params = TensorDictParams(TensorDict(w=torch.zeros(3), n={"b": torch.ones(2)}))
+>>> [name for name, _ in params.named_parameters()]
+['w', 'n.b']
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch import nn
+
+from tensordict import NestedKey, TensorDict, TensorDictBase
+from tensordict._base import NO_DEFAULT
+
+__all__ = ["TensorDictParams"]
+
+
+def _as_param(value: Any) -> Any:
+    """Floating (and complex) tensors become Parameters; others stay (as buffers)."""
+    if isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter) \
+            and (value.is_floating_point() or value.is_complex()):
+        return nn.Parameter(value.detach() if value.grad_fn is not None else value)
+    return value
+
+
+def _converted(value: Any) -> Any:
+    if isinstance(value, TensorDictBase):
+        return value.apply(_as_param)
+    return _as_param(value)
+
+
+class _LeafView(MutableMapping):
+    """The Parameter (or buffer) leaves of a TensorDictParams, keyed by dotted name: what
+    ``nn.Module`` sees as ``_parameters`` / ``_buffers``, writing through to the data."""
+
+    def __init__(self, owner: TensorDictParams, parameters: bool) -> None:
+        self._owner = owner
+        self._parameters = parameters
+
+    def _wanted(self, value: Any) -> bool:
+        return isinstance(value, torch.Tensor) and \
+            isinstance(value, nn.Parameter) == self._parameters
+
+    def _entries(self) -> Iterator[tuple[str, torch.Tensor]]:
+        for key, value in self._owner._param_td.items(True, True):
+            if self._wanted(value):
+                yield (key if isinstance(key, str) else ".".join(key)), value
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        value = self._owner._param_td.get(tuple(name.split(".")), None)
+        if not self._wanted(value):
+            raise KeyError(name)
+        return value
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self._owner._param_td.set(tuple(name.split(".")), value)
+
+    def __delitem__(self, name: str) -> None:
+        self[name]  # noqa: B018 (raises KeyError when absent)
+        self._owner._param_td.del_(tuple(name.split(".")))
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self._entries())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._entries())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._wanted(
+            self._owner._param_td.get(tuple(name.split(".")), None))
+
+    def items(self) -> Any:
+        return list(self._entries())
+
+
+def _forward_to_data(name: str) -> Callable[..., Any]:
+    """A method that runs ``name`` on the underlying TensorDict (self if it returns it)."""
+
+    def method(self: TensorDictParams, *args: Any, **kwargs: Any) -> Any:
+        data = self._param_td
+        out = getattr(data, name)(*args, **kwargs)
+        return self if out is data else out
+
+    method.__name__ = name
+    method.__doc__ = f"``TensorDict.{name}`` on the parameters."
+    return method
+
+
+class TensorDictParams(TensorDictBase, nn.Module):
+    """A TensorDict whose leaves are registered as the parameters (floating tensors) and
+    buffers (other tensors) of an ``nn.Module``: ``.parameters()``, optimizers,
+    ``state_dict()`` and ``.to()`` see them, and values written stay Parameters.
+
+    Args:
+        parameters: a TensorDict or dict of tensors (keyword arguments work too).
+        no_convert: keep the tensors as given (only existing Parameters are parameters).
+        lock: lock the TensorDict.
+
+    Out-of-place TensorDict ops return plain TensorDicts; ``clone``, ``copy`` and ``to``
+    return a TensorDictParams.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> step = torch.zeros((), dtype=torch.long)
+    >>> params = TensorDictParams(TensorDict(w=torch.zeros(3), step=step))
+    >>> type(params["w"]).__name__, type(params["step"]).__name__
+    ('Parameter', 'Tensor')
+    >>> params["v"] = torch.ones(2)
+    >>> len(list(params.parameters()))
+    2
+    """
+
+    __hash__ = nn.Module.__hash__
+
+    def __init__(self, parameters: TensorDictBase | dict[str, Any] | None = None, *,
+                 no_convert: bool = False, lock: bool = False, **kwargs: Any) -> None:
+        nn.Module.__init__(self)
+        if parameters is None:
+            parameters = TensorDict(kwargs)
+        elif kwargs:
+            raise TypeError("TensorDictParams takes a TensorDict or keyword entries, not both")
+        elif not isinstance(parameters, TensorDictBase):
+            parameters = TensorDict(parameters)
+        if isinstance(parameters, TensorDictParams):
+            parameters = parameters._param_td
+        self.__dict__["_param_td"] = parameters if no_convert else parameters.apply(_as_param)
+        self.__dict__["no_convert"] = no_convert
+        self.__dict__["_parameters"] = _LeafView(self, parameters=True)
+        self.__dict__["_buffers"] = _LeafView(self, parameters=False)
+        if lock:
+            self._param_td.lock_()
+
+    # -- primitives --------------------------------------------------------------------
+    @property
+    def batch_size(self) -> torch.Size:
+        return self._param_td.batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: Any) -> None:
+        self._param_td.batch_size = value
+
+    @property
+    def device(self) -> torch.device | None:
+        return self._param_td.device
+
+    @property
+    def names(self) -> list[str | None]:
+        return self._param_td.names
+
+    @property
+    def is_locked(self) -> bool:
+        return self._param_td.is_locked
+
+    def _convert(self, value: Any) -> Any:
+        return value if self.no_convert else _converted(value)
+
+    def _get_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
+        return self._param_td._get_str(key, default)
+
+    def _set_str(self, key: str, value: Any, *, inplace: bool, validated: bool,
+                 non_blocking: bool = False) -> TensorDictParams:
+        self._param_td._set_str(key, self._convert(value), inplace=inplace,
+                                validated=validated, non_blocking=non_blocking)
+        return self
+
+    def _del_str(self, key: str) -> None:
+        self._param_td._del_str(key)
+
+    def _keys_str(self) -> Iterator[str]:
+        return self._param_td._keys_str()
+
+    def _apply_nest(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
+        out = self._param_td._apply_nest(fn, *others, **kwargs)
+        return self if out is self._param_td else out
+
+    def _index(self, index: Any) -> Any:
+        return self._param_td._index(index)
+
+    def _set_at_index(self, index: Any, value: Any) -> None:
+        self._param_td._set_at_index(index, value)
+
+    def _propagate_lock(self, locked: bool) -> None:
+        self._param_td._propagate_lock(locked)
+
+    # -- writes keep parameters --------------------------------------------------------
+    def set(self, key: NestedKey, item: Any, *args: Any, **kwargs: Any) -> TensorDictParams:
+        """Write ``item`` at ``key`` (floating tensors become Parameters)."""
+        self._param_td.set(key, self._convert(item), *args, **kwargs)
+        return self
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if isinstance(key, str) or (isinstance(key, tuple) and key
+                                    and all(isinstance(k, (str, tuple)) for k in key)):
+            self.set(key, value)
+        else:
+            self._param_td[key] = value
+
+    def update(self, input_dict_or_td: Any, *args: Any, **kwargs: Any) -> TensorDictParams:
+        """``TensorDict.update`` with the new values turned into Parameters."""
+        if not isinstance(input_dict_or_td, TensorDictBase):
+            input_dict_or_td = TensorDict(input_dict_or_td, batch_size=self.batch_size)
+        self._param_td.update(self._convert(input_dict_or_td), *args, **kwargs)
+        return self
+
+    def setdefault(self, key: NestedKey, default: Any = None) -> Any:
+        """The value at ``key``, written first (as a Parameter) when missing."""
+        return self._param_td.setdefault(key, self._convert(default))
+
+    # -- copies stay TensorDictParams --------------------------------------------------
+    def _rewrapped(self, data: TensorDictBase) -> TensorDictParams:
+        if self.no_convert:
+            return TensorDictParams(data, no_convert=True)
+        return TensorDictParams(data.apply(
+            lambda x: nn.Parameter(x.detach(), requires_grad=x.requires_grad)
+            if isinstance(x, nn.Parameter) or x.requires_grad else x))
+
+    def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDictParams:
+        """A TensorDictParams over cloned (``recurse=False``: the same) tensors."""
+        if not recurse:
+            return TensorDictParams(self._param_td.clone(False), no_convert=True)
+        return self._rewrapped(self._param_td.apply(lambda x: x.detach().clone()
+                                                    .requires_grad_(x.requires_grad)))
+
+    def copy(self) -> TensorDictParams:
+        """A shallow copy (same Parameter objects)."""
+        return self.clone(False)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TensorDictParams:
+        return self.clone()
+
+    def to(self, *args: Any, **kwargs: Any) -> TensorDictParams:  # type: ignore[override]
+        """A TensorDictParams with the parameters moved / cast (``TensorDict.to``)."""
+        out = self._param_td.to(*args, **kwargs)
+        return self if out is self._param_td else self._rewrapped(out)
+
+    def cpu(self) -> TensorDictParams:  # type: ignore[override]
+        """``to("cpu")``."""
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> TensorDictParams:  # type: ignore[override]
+        """``to("cuda")``."""
+        return self.to("cuda" if device is None else torch.device("cuda", device))
+
+    # -- everything else is the TensorDict's --------------------------------------------
+    # -- reads, with the get post-hooks -------------------------------------------------
+    def register_get_post_hook(self, hook: Callable[[TensorDictParams, Any], Any]) -> None:
+        """Call ``hook(self, value)`` after each read of a leaf (``params[key]``,
+        ``params.get(key)``); a result other than None replaces the value read.
+
+        >>> import torch
+        >>> params = TensorDictParams(a=torch.ones(2))
+        >>> params.register_get_post_hook(lambda params, value: value.detach() * 0)
+        >>> params["a"]
+        tensor([0., 0.])
+        """
+        self.__dict__.setdefault("_get_post_hooks", []).append(hook)
+
+    def _after_get(self, value: Any) -> Any:
+        if isinstance(value, TensorDictBase):
+            return value
+        for hook in self.__dict__.get("_get_post_hooks", ()):
+            result = hook(self, value)
+            if result is not None:
+                value = result
+        return value
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._after_get(self._param_td[index])
+
+    def get(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:
+        """The value at ``key`` (see ``TensorDict.get``), through the get post-hooks."""
+        return self._after_get(self._param_td.get(key, *args, **kwargs))
+
+    for _name in ("keys", "items", "values", "pop", "popitem", "clear", "apply",
+                  "float", "double", "half", "bfloat16", "int", "bool", "requires_grad_",
+                  "__delitem__", "__eq__", "__ne__"):
+        locals()[_name] = _forward_to_data(_name)
+    del _name
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return nn.Module.__getattr__(self, name)
+        except AttributeError:
+            data = self.__dict__.get("_param_td")
+            if data is None or name.startswith("__"):
+                raise
+        attr = getattr(data, name)
+        if callable(attr) and getattr(attr, "__self__", None) is data:
+            return functools.partial(_forward_to_data(name), self)
+        return attr
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(nn.Module.__dir__(self)) | set(dir(self._param_td)))
+
+    def _load_from_state_dict(self, state_dict: Any, prefix: str, local_metadata: Any,
+                              strict: bool, missing_keys: list[str],
+                              unexpected_keys: list[str], error_msgs: list[str]) -> None:
+        # nn.Module flags dotted names ("n.b") of nested entries as unexpected: drop those
+        start = len(unexpected_keys)
+        nn.Module._load_from_state_dict(self, state_dict, prefix, local_metadata, strict,
+                                        missing_keys, unexpected_keys, error_msgs)
+        local = {prefix + name for name in (*self._parameters, *self._buffers)}
+        unexpected_keys[start:] = [key for key in unexpected_keys[start:] if key not in local]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(params={self._param_td!r})"
+
+    def __reduce__(self) -> Any:
+        return (TensorDictParams, (self._param_td,), None)
+
+
+
+def _flatten(params: TensorDictParams) -> tuple[list[TensorDictBase], None]:
+    return [params._param_td], None
+
+
+def _unflatten(values: list[Any], context: None) -> Any:
+    return values[0]
+
+
+def _flatten_with_keys(params: TensorDictParams) -> tuple[list[tuple[Any, Any]], None]:
+    return [(pytree.GetAttrKey("_param_td"), params._param_td)], None
+
+
+# vmap, torch.func and torch.compile see through it to the TensorDict it holds
+pytree.register_pytree_node(
+    TensorDictParams, _flatten, _unflatten,
+    serialized_type_name="tensordict.nn.params.TensorDictParams",
+    flatten_with_keys_fn=_flatten_with_keys,
+)

@@ -1,0 +1,191 @@
+"""TensorDictSequential: run TensorDict modules one after the other on one TensorDict.
+
+>>> import torch
+>>> from torch import nn
+>>> from tensordict import TensorDict
+>>> from tensordict.nn import TensorDictModule, TensorDictSequential
+>>> seq = TensorDictSequential(
+...     TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["h"]),
+...     TensorDictModule(nn.Linear(4, 2), in_keys=["h"], out_keys=["y"]),
+... )
+>>> seq.in_keys, seq.out_keys
+(['x'], ['h', 'y'])
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from torch import nn
+
+from tensordict import NestedKey, TensorDict, TensorDictBase
+from tensordict.nn.common import (
+    TensorDictModuleBase,
+    _as_td_module,
+    _module_repr,
+    _normalize_keys,
+)
+
+__all__ = ["TensorDictSequential"]
+
+
+def _graph_keys(modules: list[nn.Module]) -> tuple[list[NestedKey], list[NestedKey]]:
+    """(keys read but not produced earlier, every key produced), in order of appearance."""
+    in_keys: list[NestedKey] = []
+    out_keys: list[NestedKey] = []
+    for module in modules:
+        in_keys += [key for key in module.in_keys
+                    if key not in out_keys and key not in in_keys]
+        out_keys += [key for key in module.out_keys if key not in out_keys]
+    return in_keys, out_keys
+
+
+class TensorDictSequential(TensorDictModuleBase):
+    """Modules run in order on one TensorDict, each reading what the previous wrote.
+
+    Args:
+        *modules: TensorDict modules (anything with ``in_keys``/``out_keys``; a plain
+            TensorDict -> TensorDict callable is wrapped in a :class:`WrapModule`), or a
+            single ordered dict of named modules.
+        partial_tolerant: skip the modules whose inputs are missing instead of raising.
+        selected_out_keys: keep only these of the produced keys (see
+            :meth:`select_out_keys`).
+        inplace: ``None``/``True`` write into the input TensorDict, ``False`` returns a
+            new TensorDict holding only the out keys, ``"empty"`` writes them into
+            ``tensordict.empty()``.
+
+    ``in_keys`` are the keys read and not produced by an earlier module; ``out_keys``
+    every key produced.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> from tensordict.nn import TensorDictModule
+    >>> seq = TensorDictSequential(
+    ...     TensorDictModule(lambda x: x + 1, in_keys=["x"], out_keys=["y"]),
+    ...     TensorDictModule(lambda x, y: x * y, in_keys=["x", "y"], out_keys=["z"]))
+    >>> seq(TensorDict(x=torch.ones(2), batch_size=[2]))["z"]
+    tensor([2., 2.])
+    >>> seq(x=torch.ones(2))  # tensors in, tensors out
+    (tensor([2., 2.]), tensor([2., 2.]))
+    """
+
+    def __init__(
+        self,
+        *modules: Callable[[TensorDictBase], TensorDictBase] | Mapping[str, Any],
+        partial_tolerant: bool = False,
+        selected_out_keys: list[NestedKey] | None = None,
+        inplace: bool | str | None = None,
+    ) -> None:
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], Mapping):
+            self.module: nn.Module = nn.ModuleDict(
+                OrderedDict((name, _as_td_module(m)) for name, m in modules[0].items()))
+        else:
+            self.module = nn.ModuleList([_as_td_module(m) for m in modules])
+        if inplace not in (None, True, False, "empty"):
+            raise ValueError(f"inplace must be None, True, False or 'empty', got {inplace!r}")
+        self.partial_tolerant = partial_tolerant
+        self.inplace = inplace
+        self.in_keys, self.out_keys = _graph_keys(list(self._module_iter()))
+        if selected_out_keys:
+            self.select_out_keys(*_normalize_keys(selected_out_keys, "selected_out_keys"))
+
+    def _module_iter(self) -> Iterator[nn.Module]:
+        modules = self._modules["module"]
+        return iter(modules._modules.values())
+
+    def forward(self, tensordict: TensorDictBase,
+                tensordict_out: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
+        """Run every module on ``tensordict`` (see the class doc for ``inplace``)."""
+        inplace = self.inplace is None or self.inplace is True
+        td = tensordict if inplace and tensordict_out is None else tensordict.clone(False)
+        partial_tolerant = self.partial_tolerant
+        for module in self._modules["module"]._modules.values():
+            if partial_tolerant and any(td.get(key, None) is None for key in module.in_keys):
+                continue
+            out = module(td, **kwargs)
+            if out is not None:
+                td = out
+        if tensordict_out is None and inplace:
+            return td
+        produced = td.select(*self.out_keys, strict=False)
+        if tensordict_out is not None:
+            return tensordict_out.update(produced)
+        if self.inplace == "empty":
+            return tensordict.empty().update(produced)
+        return TensorDict(produced, batch_size=tensordict.batch_size, device=tensordict.device)
+
+    def select_subsequence(self, in_keys: list[NestedKey] | None = None,
+                           out_keys: list[NestedKey] | None = None) -> TensorDictSequential:
+        """The modules needed to go from ``in_keys`` to ``out_keys``.
+
+        With ``in_keys``, a module is kept when all of its inputs are among ``in_keys`` or
+        produced by a kept module; with ``out_keys``, when it produces one of them or an
+        input of a later kept module.
+
+        >>> import torch
+        >>> from tensordict.nn import TensorDictModule
+        >>> seq = TensorDictSequential(
+        ...     TensorDictModule(torch.nn.Linear(3, 4), in_keys=["x"], out_keys=["h"]),
+        ...     TensorDictModule(torch.nn.Linear(4, 2), in_keys=["h"], out_keys=["y"]))
+        >>> len(seq.select_subsequence(out_keys=["h"]))
+        1
+        """
+        named = list(self.module.items()) if isinstance(self.module, nn.ModuleDict) \
+            else [(str(i), m) for i, m in enumerate(self.module)]
+        if in_keys is not None:
+            available = set(_normalize_keys(in_keys, "in_keys"))
+            kept = []
+            for name, module in named:
+                if all(key in available for key in module.in_keys):
+                    kept.append((name, module))
+                    available.update(module.out_keys)
+            named = kept
+        if out_keys is not None:
+            needed = set(_normalize_keys(out_keys, "out_keys"))
+            kept = []
+            for name, module in reversed(named):
+                if any(key in needed for key in module.out_keys):
+                    kept.append((name, module))
+                    needed.update(module.in_keys)
+            named = kept[::-1]
+        if not named:
+            raise ValueError(
+                f"No modules left after selection with in_keys={in_keys} and "
+                f"out_keys={out_keys}. Make sure that in_keys and out_keys are coherent "
+                f"(this sequence reads {self.in_keys} and writes {self.out_keys})."
+            )
+        if isinstance(self.module, nn.ModuleDict):
+            return self._rebuild([OrderedDict(named)])
+        return self._rebuild([module for _, module in named])
+
+    def _rebuild(self, modules: list[Any]) -> TensorDictSequential:
+        """A sequence like this one over ``modules``."""
+        return TensorDictSequential(*modules, partial_tolerant=self.partial_tolerant,
+                                    inplace=self.inplace)
+
+    def __len__(self) -> int:
+        return len(self.module)
+
+    def __getitem__(self, index: int | slice | str) -> Any:
+        if isinstance(index, slice):
+            modules = list(self._module_iter())[index]
+            return self._rebuild(modules)
+        if isinstance(self.module, nn.ModuleDict) and isinstance(index, int):
+            return list(self._module_iter())[index]
+        return self.module[index]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            modules = self.__dict__.get("_modules", {}).get("module")
+            if isinstance(modules, nn.ModuleDict) and name in modules:
+                return modules[name]
+            raise
+
+    def __repr__(self) -> str:
+        return _module_repr(self, [("module", self.module), ("in_keys", self.in_keys),
+                                   ("out_keys", self.out_keys)])

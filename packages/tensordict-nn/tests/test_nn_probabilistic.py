@@ -1,0 +1,276 @@
+"""ProbabilisticTensorDictModule / Sequential, interaction types, composite modules."""
+
+import pytest
+import torch
+from torch import distributions as D
+from torch import nn
+
+from tensordict import TensorDict
+from tensordict.nn import (
+    CompositeDistribution,
+    InteractionType,
+    ProbabilisticTensorDictModule,
+    ProbabilisticTensorDictSequential,
+    TensorDictModule,
+    TensorDictSequential,
+    interaction_type,
+    set_composite_lp_aggregate,
+    set_interaction_type,
+)
+from tensordict.nn.distributions import Delta, NormalParamExtractor, OneHotCategorical
+
+
+def normal_td(batch=(3,)):
+    torch.manual_seed(0)
+    return TensorDict(loc=torch.randn(*batch, 2), scale=torch.rand(*batch, 2) + 0.5,
+                      batch_size=list(batch))
+
+
+def normal_module(**kwargs):
+    return ProbabilisticTensorDictModule(in_keys=["loc", "scale"], out_keys=["action"],
+                                         distribution_class=D.Normal, **kwargs)
+
+
+def test_keys_and_log_prob_key():
+    module = normal_module(return_log_prob=True)
+    assert module.in_keys == ["loc", "scale"]
+    assert module.out_keys == ["action", "action_log_prob"]
+    assert module.log_prob_key == "action_log_prob"
+    assert module.dist_sample_keys == ["action"] and module.dist_params_keys == ["loc", "scale"]
+    nested = ProbabilisticTensorDictModule(in_keys=["p"], out_keys=[("agent", "act")])
+    assert nested.log_prob_key == ("agent", "act_log_prob")
+    custom = normal_module(return_log_prob=True, log_prob_key="lp")
+    assert custom.out_keys == ["action", "lp"]
+
+
+def test_default_is_deterministic_mean_with_log_prob():
+    td = normal_td()
+    normal_module(return_log_prob=True)(td)
+    torch.testing.assert_close(td["action"], td["loc"])
+    expected = D.Normal(td["loc"], td["scale"]).log_prob(td["loc"])
+    torch.testing.assert_close(td["action_log_prob"], expected)
+
+
+@pytest.mark.parametrize("itype,attr", [("mode", "mode"), ("mean", "mean"),
+                                        (InteractionType.MEDIAN, "loc")])
+def test_interaction_types(itype, attr):
+    td = normal_td()
+    with set_interaction_type(itype):
+        normal_module()(td)
+    dist = D.Normal(td["loc"], td["scale"])
+    torch.testing.assert_close(td["action"], getattr(dist, attr) if attr != "loc" else td["loc"],
+                               atol=0.15, rtol=0)
+
+
+def test_random_sampling_is_random_and_reparameterized():
+    td = normal_td((2000,))
+    td["loc"].requires_grad_(True)
+    with set_interaction_type("random"):
+        normal_module()(td)
+    sample = td["action"]
+    assert sample.requires_grad
+    z = (sample - td["loc"]) / td["scale"]
+    assert abs(z.mean().item()) < 0.1 and abs(z.std().item() - 1) < 0.1
+
+
+def test_interaction_type_context():
+    assert interaction_type() is None
+    with set_interaction_type("random"):
+        assert interaction_type() is InteractionType.RANDOM
+        with set_interaction_type(InteractionType.MODE):
+            assert interaction_type() is InteractionType.MODE
+        assert interaction_type() is InteractionType.RANDOM
+    assert interaction_type() is None
+    with pytest.raises(ValueError):
+        set_interaction_type("nonsense")
+    assert [t.value for t in InteractionType] == ["mode", "median", "mean", "random",
+                                                  "deterministic"]
+
+
+def test_default_interaction_type_of_module():
+    td = normal_td((500,))
+    module = normal_module(default_interaction_type="random")
+    module(td)
+    assert not torch.equal(td["action"], td["loc"])
+
+
+def test_categorical_deterministic_is_mode():
+    module = ProbabilisticTensorDictModule(in_keys=["logits"], out_keys=["a"],
+                                           distribution_class=D.Categorical)
+    td = module(TensorDict(logits=torch.tensor([[0.0, 3.0, 1.0], [5.0, 0.0, 0.0]]),
+                           batch_size=[2]))
+    assert td["a"].tolist() == [1, 0]
+
+
+def test_empirical_mode_when_no_closed_form():
+    class NoMode(D.Normal):
+        @property
+        def mode(self):
+            raise NotImplementedError
+
+    module = ProbabilisticTensorDictModule(in_keys=["loc", "scale"], out_keys=["a"],
+                                           distribution_class=NoMode,
+                                           n_empirical_estimate=2000)
+    td = TensorDict(loc=torch.tensor([3.0]), scale=torch.tensor([0.1]), batch_size=[1])
+    with set_interaction_type("mode"):
+        module(td)
+    assert abs(td["a"].item() - 3.0) < 0.05
+
+
+def test_default_delta_and_out_keys_default():
+    module = ProbabilisticTensorDictModule(in_keys=["param"], out_keys=["a"])
+    td = module(TensorDict(param=torch.arange(4.0), batch_size=[4]))
+    torch.testing.assert_close(td["a"], torch.arange(4.0))
+    assert ProbabilisticTensorDictModule(in_keys=["p"]).out_keys == ["_"]
+
+
+def test_dict_in_keys_and_distribution_kwargs():
+    module = ProbabilisticTensorDictModule(
+        in_keys={"loc": "mu", "scale": ("n", "sig")}, out_keys=["a"],
+        distribution_class=D.Normal, distribution_kwargs={"validate_args": True})
+    assert module.in_keys == ["mu", ("n", "sig")]
+    td = module(TensorDict(mu=torch.ones(2), n={"sig": torch.ones(2)}, batch_size=[2]))
+    torch.testing.assert_close(td["a"], torch.ones(2))
+
+
+def test_missing_param_raises_and_changes_nothing():
+    td = TensorDict(loc=torch.zeros(2), batch_size=[2])
+    with pytest.raises(KeyError, match="scale"):
+        normal_module()(td)
+    assert list(td.keys()) == ["loc"]
+
+
+def test_get_dist_log_prob_cache_dist():
+    td = normal_td()
+    module = normal_module(cache_dist=True)
+    dist = module.get_dist(td)
+    assert isinstance(dist, D.Normal) and module._dist is dist
+    module(td)
+    torch.testing.assert_close(module.log_prob(td), dist.log_prob(td["action"]))
+
+
+def test_one_hot_module():
+    module = ProbabilisticTensorDictModule(in_keys=["logits"], out_keys=["a"],
+                                           distribution_class=OneHotCategorical)
+    td = module(TensorDict(logits=torch.tensor([[0.0, 3.0]]), batch_size=[1]))
+    assert td["a"].tolist() == [[0, 1]]
+
+
+def make_actor():
+    torch.manual_seed(0)
+    net = TensorDictModule(nn.Sequential(nn.Linear(3, 4), NormalParamExtractor()),
+                           in_keys=["x"], out_keys=["loc", "scale"])
+    return ProbabilisticTensorDictSequential(net, normal_module(return_log_prob=True))
+
+
+def test_sequential_forward_get_dist_log_prob():
+    actor = make_actor()
+    assert actor.in_keys == ["x"]
+    assert actor.out_keys == ["loc", "scale", "action", "action_log_prob"]
+    td = TensorDict(x=torch.randn(5, 3), batch_size=[5])
+    actor(td)
+    dist = actor.get_dist(td.select("x"))
+    assert isinstance(dist, D.Normal) and dist.batch_shape == torch.Size([5, 2])
+    torch.testing.assert_close(actor.log_prob(td), td["action_log_prob"])
+    params = actor.get_dist_params(TensorDict(x=td["x"], batch_size=[5]))
+    torch.testing.assert_close(params["loc"], td["loc"])
+    assert actor.default_interaction_type is InteractionType.DETERMINISTIC
+    assert actor.log_prob_key == "action_log_prob"
+    assert isinstance(actor.det_part, TensorDictSequential) and len(actor.det_part) == 1
+
+
+def test_sequential_needs_probabilistic_last():
+    with pytest.raises(TypeError, match="probabilistic"):
+        ProbabilisticTensorDictSequential(
+            TensorDictModule(nn.Identity(), in_keys=["x"], out_keys=["y"]))
+
+
+def test_sequential_slicing_keeps_probabilistic_kind():
+    actor = make_actor()
+    assert isinstance(actor[1:], ProbabilisticTensorDictSequential)
+    head = actor[:1]
+    assert type(head) is TensorDictSequential
+    sub = actor.select_subsequence(out_keys=["loc"])
+    assert type(sub) is TensorDictSequential
+
+
+def test_sequential_training_gradient():
+    actor = make_actor()
+    td = TensorDict(x=torch.randn(5, 3), batch_size=[5])
+    with set_interaction_type("random"):
+        actor(td)
+    td["action_log_prob"].sum().backward()
+    assert all(p.grad is not None for p in actor.parameters())
+
+
+def test_vmap_probabilistic():
+    actor = make_actor()
+    td = TensorDict(x=torch.randn(4, 5, 3), batch_size=[4, 5])
+    out = torch.vmap(actor)(td.clone())
+    ref = actor(td.clone())
+    torch.testing.assert_close(out["action_log_prob"], ref["action_log_prob"])
+
+
+def composite_params():
+    return TensorDict({"cont": {"loc": torch.zeros(3, 4), "scale": torch.ones(3, 4)},
+                       ("nested", "disc"): {"logits": torch.zeros(3, 10)}}, [3])
+
+
+COMPOSITE_MAP = {"cont": D.Normal, ("nested", "disc"): D.Categorical}
+
+
+def test_composite_module_per_key_log_probs():
+    module = ProbabilisticTensorDictModule(
+        in_keys=["params"], out_keys=["cont", ("nested", "disc")],
+        distribution_class=CompositeDistribution,
+        distribution_kwargs={"distribution_map": COMPOSITE_MAP}, return_log_prob=True)
+    assert module.log_prob_keys == ["cont_log_prob", ("nested", "disc_log_prob")]
+    with pytest.raises(RuntimeError, match="log_prob_keys"):
+        module.log_prob_key  # noqa: B018
+    td = module(TensorDict(params=composite_params(), batch_size=[3]))
+    assert td["cont"].shape == torch.Size([3, 4])
+    torch.testing.assert_close(td["cont_log_prob"],
+                               D.Normal(torch.zeros(3, 4), torch.ones(3, 4)).log_prob(td["cont"]))
+    torch.testing.assert_close(td["nested", "disc_log_prob"],
+                               torch.full((3,), -torch.log(torch.tensor(10.0)).item()))
+
+
+def test_composite_module_aggregated_log_prob():
+    with set_composite_lp_aggregate(True):
+        module = ProbabilisticTensorDictModule(
+            in_keys=["params"], out_keys=["cont", ("nested", "disc")],
+            distribution_class=CompositeDistribution,
+            distribution_kwargs={"distribution_map": COMPOSITE_MAP}, return_log_prob=True)
+        assert module.log_prob_key == "sample_log_prob"
+        td = module(TensorDict(params=composite_params(), batch_size=[3]))
+    expected = D.Normal(0.0, 1.0).log_prob(torch.zeros(3, 4)).sum(-1) \
+        - torch.log(torch.tensor(10.0))
+    torch.testing.assert_close(td["sample_log_prob"], expected)
+
+
+def test_delta_is_default_distribution_class():
+    module = ProbabilisticTensorDictModule(in_keys=["param"], out_keys=["a"],
+                                           return_log_prob=True)
+    assert module.distribution_class is Delta
+    td = module(TensorDict(param=torch.ones(2, 3), batch_size=[2]))
+    assert torch.isinf(td["a_log_prob"]).all()
+
+
+def test_num_samples():
+    td = normal_td()
+    module = normal_module(num_samples=4, return_log_prob=True)
+    with set_interaction_type("random"):
+        out = module(td)
+    assert out is not td and out.batch_size == torch.Size([4, 3])
+    assert out["action"].shape == torch.Size([4, 3, 2]) and "action" not in td.keys()
+    assert not torch.allclose(out["action"][0], out["action"][1])
+    expected = D.Normal(td["loc"], td["scale"]).log_prob(out["action"])
+    torch.testing.assert_close(out["action_log_prob"], expected)
+    out = normal_module(num_samples=(2, 5))(td)
+    assert out["action"].shape == torch.Size([2, 5, 3, 2])
+    torch.testing.assert_close(out["action"][1, 4], td["loc"])
+
+
+def test_unsupported_options_raise():
+    with pytest.raises(NotImplementedError):
+        ProbabilisticTensorDictModule(in_keys=["p"], generator=torch.Generator())
