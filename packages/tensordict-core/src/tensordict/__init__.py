@@ -19,7 +19,6 @@ from tensordict._base import TensorCollection, TensorDictBase, is_tensor_collect
 from tensordict._compare import assert_allclose_td, assert_close
 from tensordict._convert import from_dict, make_tensordict
 from tensordict._device import is_bool, is_floating, is_inexact, is_integer
-from tensordict._dict_api import KEY_SEPARATOR
 from tensordict._functional import from_module, from_modules
 from tensordict._keys import default_is_leaf, is_leaf_nontensor
 from tensordict._lazy import LazyStackedTensorDict, lazy_stack
@@ -37,12 +36,12 @@ from tensordict._options import (
     set_list_to_stack,
     set_printoptions,
 )
+from tensordict._restructure import KEY_SEPARATOR
 from tensordict._stack import cat, maybe_dense_stack, pad, pad_sequence, stack
 from tensordict._td import TensorDict
 from tensordict._version import __version__
 from tensordict.plugins import hookimpl
 
-# dir(), not hasattr(): a failed lookup would load every plugin at import time
 fromkeys = TensorDict.fromkeys
 
 _plugins.install_subpackage_finder()

@@ -26,7 +26,6 @@ import torch
 
 from tensordict import errors
 from tensordict._base import NO_DEFAULT, is_tensor_collection
-from tensordict._dict_api import KEY_SEPARATOR
 from tensordict._nested_key import NestedKey
 from tensordict._options import get_printoptions
 from tensordict._repr import (
@@ -36,6 +35,7 @@ from tensordict._repr import (
     _sizes,
     compact_repr,
 )
+from tensordict._restructure import KEY_SEPARATOR
 
 _LINE_WIDTH = 80
 

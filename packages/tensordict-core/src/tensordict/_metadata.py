@@ -1,0 +1,131 @@
+"""Locks, dim names and batch-size/device metadata of a TensorDict.
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(a=torch.zeros(3, 4), batch_size=[3, 4]).lock_()
+    >>> with td.unlock_():
+    ...     td["b"] = torch.zeros(3, 4)
+    >>> td.is_locked, td.rename("x", "y").names
+    (True, ['x', 'y'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from tensordict._base import TensorDictBase, is_tensor_collection
+from tensordict._restructure import _is_node
+
+
+class MetadataMixin:
+    """Lock state (with context-manager use), batch size inference, device and names."""
+
+    __slots__ = ()
+
+    # -- locking --------------------------------------------------------------------------
+    def lock_(self) -> Any:
+        """Lock this TensorDict and its sub-TensorDicts; returns self.
+
+        Used as ``with td.lock_():`` it unlocks again on exit.
+        """
+        self._push_exit(self.unlock_ if not self.is_locked else None)
+        self._propagate_lock(True)
+        return self
+
+    def unlock_(self) -> Any:
+        """Unlock this TensorDict and its sub-TensorDicts; returns self.
+
+        ``with td.unlock_(): ...`` locks it again on exit.
+        """
+        self._push_exit(self.lock_ if self.is_locked else None)
+        self._propagate_lock(False)
+        return self
+
+    def _push_exit(self, action: Callable[[], Any] | None) -> None:
+        stack = getattr(self, "_exit_stack", None)
+        if stack is None:
+            return
+        stack.append(action)
+        del stack[:-8]  # only the latest calls can still be exited
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        stack = getattr(self, "_exit_stack", None)
+        if stack:
+            action = stack.pop()
+            if action is not None:
+                depth = len(stack)
+                action()
+                del stack[depth:]  # drop what the action itself pushed (lock_/unlock_)
+
+    # -- batch size and device helpers -------------------------------------------------------
+    def auto_batch_size_(self, batch_dims: int | None = None) -> Any:
+        """Set the batch size to the largest leading shape common to every entry
+        (sub-TensorDicts first)."""
+        for key in self._keys_str():
+            value = self._get_str(key)
+            if _is_node(value):
+                value.auto_batch_size_()
+        shapes = [
+            (v.batch_size if is_tensor_collection(v) else v.shape)
+            for v in (self._get_str(k) for k in self._keys_str())
+            if not getattr(v, "_is_non_tensor", False)
+        ]
+        common: list[int] = []
+        if shapes:
+            for sizes in zip(*shapes):
+                if any(s != sizes[0] for s in sizes):
+                    break
+                common.append(sizes[0])
+        if batch_dims is not None:
+            common = common[:batch_dims]
+        self.batch_size = torch.Size(common)
+        return self
+
+    def clear_device_(self) -> Any:
+        """Forget the device (sub-TensorDicts too); returns self."""
+        self._device = None
+        for key in self._keys_str():
+            value = self._get_str(key)
+            if isinstance(value, TensorDictBase):
+                value.clear_device_()
+        return self
+
+    # -- dim names ------------------------------------------------------------------------
+    def refine_names(self, *names: str) -> Any:
+        """Name the unnamed dims (``...`` keeps the existing names); returns self."""
+        current = self.names
+        if Ellipsis in names:
+            position = names.index(Ellipsis)
+            fill = current[position: len(current) - (len(names) - position - 1)]
+            names = names[:position] + tuple(fill) + names[position + 1:]
+        for old, new in zip(current, names):
+            if old is not None and new is not None and old != new:
+                raise RuntimeError(f"cannot rename dim {old!r} to {new!r} with refine_names")
+        self.names = [old if new is None else new for old, new in zip(current, names)]
+        return self
+
+    def rename(self, *names: str | None, **rename_map: str) -> Any:
+        """A shallow copy with new dim names."""
+        out = self.copy()
+        return out.rename_(*names, **rename_map)
+
+    def rename_(self, *names: str | None, **rename_map: str) -> Any:
+        """Set the dim names (positionally, or old-name=new-name); returns self."""
+        if names and rename_map:
+            raise ValueError("pass names either positionally or as a mapping, not both")
+        if names:
+            self.names = list(names) if not (len(names) == 1 and names[0] is None) else None
+        else:
+            current = self.names
+            missing = set(rename_map) - set(n for n in current if n is not None)
+            if missing:
+                raise ValueError(f"no dim named {sorted(missing)}; names are {current}")
+            self.names = [rename_map.get(n, n) if n is not None else None for n in current]
+        return self
