@@ -138,3 +138,25 @@ def test_lazy_stack_flattens_into_its_tensordicts():
     assert type(out) is type(stacked) and out.stack_dim == 1
     assert out.batch_size == torch.Size([3, 2])
     assert torch.equal(out.tensordicts[1]["b"], parts[1]["b"] + 1)
+
+
+def test_vmap_over_a_lazy_stack_dims_raises_clearly():
+    from tensordict import lazy_stack
+
+    stacked = lazy_stack([TensorDict(a=torch.zeros(3), batch_size=[3]),
+                          TensorDict(a=torch.ones(3), batch_size=[3])], 0)
+    with pytest.raises(ValueError, match="contiguous"):
+        torch.vmap(lambda t: t["a"] + 1)(stacked)
+    out = torch.vmap(lambda x, t: t["a"] + x, (0, None))(torch.ones(2), stacked)
+    assert out.shape == (2, 2, 3)
+
+
+def test_vmap_returning_a_lazy_stack_puts_the_mapped_dim_first():
+    from tensordict import lazy_stack
+
+    def make(x):
+        return lazy_stack([TensorDict(a=x, batch_size=[]), TensorDict(a=2 * x, batch_size=[])])
+
+    out = torch.vmap(make)(torch.arange(4.0))
+    assert out.batch_size == (4, 2) and out.stack_dim == 1
+    assert torch.equal(out["a"], torch.stack([torch.arange(4.0), 2 * torch.arange(4.0)], 1))

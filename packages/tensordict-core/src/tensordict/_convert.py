@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from tensordict._base import TensorDictBase
+from tensordict._nontensor import unwrap_non_tensor
 
 _PYTREE_TYPE = "_pytree_type"
 
@@ -245,9 +246,11 @@ class ConvertMixin:
         values = []
         for key in keys:
             value = self._get_str(key)
-            if isinstance(value, TensorDictBase):
+            if _non_tensor(value):
+                value = unwrap_non_tensor(value)
+            elif isinstance(value, TensorDictBase):
                 value = value.to_namedtuple()
-            values.append(getattr(value, "data", value) if _non_tensor(value) else value)
+            values.append(value)
         return collections.namedtuple("GenericDict", keys, rename=True)(*values)
 
     def to_pytree(self) -> Any:
@@ -265,10 +268,12 @@ class ConvertMixin:
             value = self._get_str(key)
             if key == _PYTREE_TYPE and isinstance(getattr(value, "data", None), _PytreeType):
                 container = value.data.type
+            elif _non_tensor(value):
+                items[key] = unwrap_non_tensor(value)
             elif isinstance(value, TensorDictBase):
                 items[key] = value.to_pytree()
             else:
-                items[key] = getattr(value, "data", value) if _non_tensor(value) else value
+                items[key] = value
         if issubclass(container, Mapping):
             return container(items)
         if issubclass(container, tuple) and hasattr(container, "_fields"):

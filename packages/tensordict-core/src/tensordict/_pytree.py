@@ -16,8 +16,9 @@ leaves:
 No part of functorch is patched. Inside ``torch.compile`` dynamo cannot call functorch's
 introspection functions, so there only the leaves' shapes guide the rebuilt batch size.
 
-Limitation: a ``LazyStackedTensorDict`` is flattened into its TensorDicts, so ``vmap``
-cannot map its stack dim (call ``contiguous()`` first).
+A ``LazyStackedTensorDict`` is flattened into its TensorDicts: ``vmap`` can return lazy
+stacks (the mapped dim is put before the stack dim) and take them with ``in_dims=None``,
+but mapping over a lazy stack's dims raises (call ``contiguous()`` first).
 
 Example:
     >>> import torch
@@ -201,14 +202,27 @@ def _unflatten(children: Any, context: _Context) -> Any:
     return context.cls._new_unsafe(entries, batch_size, context.device, names)
 
 
-def _flatten_lazy(td: Any) -> tuple[list[Any], tuple[int]]:
-    return list(td.tensordicts), (td.stack_dim,)
+def _flatten_lazy(td: Any) -> tuple[list[Any], tuple[int, torch.Size]]:
+    return list(td.tensordicts), (td.stack_dim, td.tensordicts[0].batch_size)
 
 
-def _unflatten_lazy(children: Any, context: tuple[int]) -> Any:
+def _unflatten_lazy(children: Any, context: tuple[int, torch.Size]) -> Any:
+    """Restack the parts; a dim that ``vmap`` added to every part moves the stack dim."""
     from tensordict._lazy import LazyStackedTensorDict
 
-    return LazyStackedTensorDict(*children, stack_dim=context[0])
+    stack_dim, part_size = context
+    children = list(children)
+    sizes = {c.batch_size for c in children if isinstance(c, TensorDictBase)}
+    if any(len(size) < len(part_size) for size in sizes):
+        raise ValueError(
+            "vmap cannot map over the dims of a LazyStackedTensorDict (each part would be "
+            "mapped on its own first dim, not on the stack): call `.contiguous()` first, or "
+            "pass it with in_dims=None"
+        )
+    grown = next((size for size in sizes if len(size) == len(part_size) + 1), None)
+    if grown is not None and _inserted_dim(grown, part_size) <= stack_dim:
+        stack_dim += 1
+    return LazyStackedTensorDict(*children, stack_dim=stack_dim)
 
 
 def register_lazy_stack(cls: type) -> None:
@@ -226,9 +240,6 @@ pytree.register_pytree_node(
     flatten_with_keys_fn=_flatten_with_keys,
 )
 
-try:  # the lazy stack lives in its own module; register it when present
-    from tensordict._lazy import LazyStackedTensorDict as _Lazy
-except ImportError:  # pragma: no cover - depends on the installed core version
-    _Lazy = None
-if _Lazy is not None:
-    register_lazy_stack(_Lazy)
+from tensordict._lazy import LazyStackedTensorDict  # noqa: E402  (imports this module's users)
+
+register_lazy_stack(LazyStackedTensorDict)
