@@ -1,3 +1,18 @@
-"""tensordict.distributed: provided by the tensordict-distributed distribution."""
+"""tensordict.distributed: TensorDicts over ``torch.distributed`` process groups.
 
+Installing tensordict-distributed adds ``send``, ``recv``, ``isend``, ``irecv``,
+``init_remote``/``from_remote_init``, ``broadcast``, ``all_reduce``, ``reduce``,
+``all_gather``, ``gather_and_stack`` and ``scatter`` to TensorDicts, lazy stacks and
+tensorclass instances. This module exports the errors they raise and the structure
+description they exchange.
+
+>>> from tensordict.distributed import Structure, StructureMismatchError
+>>> issubclass(StructureMismatchError, ValueError)
+True
+"""
+
+from tensordict.distributed._structure import Structure
 from tensordict.distributed._version import __version__ as __version__
+from tensordict.distributed._wire import PeerError, StructureMismatchError
+
+__all__ = ["PeerError", "Structure", "StructureMismatchError", "__version__"]

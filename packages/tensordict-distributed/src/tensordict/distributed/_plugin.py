@@ -1,4 +1,8 @@
-"""Entry point of tensordict-distributed: what it contributes through the plugin hooks."""
+"""Entry point of tensordict-distributed: the methods it adds to tensor collections.
+
+Importing this module imports nothing else; the implementation is imported the first
+time tensordict asks for plugin methods.
+"""
 
 from __future__ import annotations
 
@@ -8,5 +12,20 @@ from tensordict.plugins import hookimpl
 
 
 @hookimpl
-def tensordict_top_level_names() -> dict[str, Any]:
-    return {}
+def tensordict_methods() -> dict[str, Any]:
+    from tensordict.distributed import _collectives, _p2p
+
+    return {
+        "send": _p2p.send,
+        "recv": _p2p.recv,
+        "isend": _p2p.isend,
+        "irecv": _p2p.irecv,
+        "init_remote": _p2p.init_remote,
+        "from_remote_init": classmethod(_p2p.from_remote_init),
+        "broadcast": _collectives.broadcast,
+        "all_reduce": _collectives.all_reduce,
+        "reduce": _collectives.reduce,
+        "all_gather": _collectives.all_gather,
+        "gather_and_stack": _collectives.gather_and_stack,
+        "scatter": _collectives.scatter,
+    }
