@@ -255,15 +255,6 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
         names = self.names
         return tuple(names) if any(n is not None for n in names) else None
 
-    @property
-    def is_locked(self) -> bool:
-        """Whether entries can be added, removed or replaced."""
-        return self._is_locked
-
-    @is_locked.setter
-    def is_locked(self, value: bool) -> None:
-        self.lock_() if value else self.unlock_()
-
     def _propagate_lock(self, locked: bool) -> None:
         self._is_locked = locked
         for td in self.tensordicts:

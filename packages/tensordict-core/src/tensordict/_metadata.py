@@ -26,6 +26,15 @@ class MetadataMixin:
 
     __slots__ = ()
 
+    @property
+    def is_locked(self) -> bool:
+        """Whether entries can be added, removed or replaced."""
+        return self._is_locked
+
+    @is_locked.setter
+    def is_locked(self, value: bool) -> None:
+        self.lock_() if value else self.unlock_()
+
     # -- locking --------------------------------------------------------------------------
     def lock_(self) -> Any:
         """Lock this TensorDict and its sub-TensorDicts; returns self.

@@ -193,15 +193,6 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
                 extra = entry.names[len(self._batch_size):]
                 entry._set_names(None if names is None else names + tuple(extra))
 
-    @property
-    def is_locked(self) -> bool:
-        """Whether entries can be added, removed or replaced."""
-        return self._is_locked
-
-    @is_locked.setter
-    def is_locked(self, value: bool) -> None:
-        self.lock_() if value else self.unlock_()
-
     def _propagate_lock(self, locked: bool) -> None:
         self._is_locked = locked
         for entry in self._tensordict.values():
