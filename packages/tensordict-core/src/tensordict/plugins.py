@@ -70,8 +70,12 @@ def install_hint(feature: str, extra: str) -> str:
     )
 
 
-class MissingPluginError(ImportError):
-    """A name or module that needs a tensordict plugin which is not installed."""
+class MissingPluginError(ModuleNotFoundError):
+    """A name or module that needs a tensordict plugin which is not installed.
+
+    A ``ModuleNotFoundError`` (so an ``ImportError``): ``pytest.importorskip`` and
+    ``except ModuleNotFoundError`` treat a missing plugin like any missing package.
+    """
 
 
 class MissingMethodError(AttributeError):
@@ -80,12 +84,17 @@ class MissingMethodError(AttributeError):
 
 @runtime_checkable
 class StorageBackend(Protocol):
-    """What a storage backend offers (see ``tensordict_storage_backends``)."""
+    """What a storage backend offers (see ``tensordict_storage_backends``).
 
-    def save(self, td: Any, path: Any, **kwargs: Any) -> Any:
+    ``td.save(path, *args, backend=name, **kwargs)`` calls ``save(td, path, *args,
+    **kwargs)`` and ``TensorDict.load(path, *args, **kwargs)`` calls ``load(path, *args,
+    **kwargs)`` of the backend whose ``can_load(path)`` is true.
+    """
+
+    def save(self, td: Any, path: Any, *args: Any, **kwargs: Any) -> Any:
         """Write ``td`` under ``path`` and return the saved collection."""
 
-    def load(self, path: Any, **kwargs: Any) -> Any:
+    def load(self, path: Any, *args: Any, **kwargs: Any) -> Any:
         """Read the collection saved under ``path``."""
 
     def can_load(self, path: Any) -> bool:
@@ -229,11 +238,10 @@ def unregister(plugin: object | str) -> None:
     loaded from an entry point. Its methods, names and backends disappear at once."""
     manager = _manager()
     manager.load_entry_points()
-    if isinstance(plugin, str):
-        if manager.unregister(name=plugin) is None:
-            raise ValueError(f"no tensordict plugin named {plugin!r}")
-    else:
-        manager.unregister(plugin)
+    name = plugin if isinstance(plugin, str) else manager.get_name(plugin)
+    if name is None or manager.get_plugin(name) is None:
+        raise ValueError(f"no tensordict plugin {plugin!r} is registered")
+    manager.unregister(name=name)
 
 
 def list_plugins() -> list[str]:
