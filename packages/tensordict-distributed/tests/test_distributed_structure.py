@@ -248,7 +248,8 @@ def test_lazy_stacks_reduce_in_place_and_gather_dense(one_rank_group):
 
 
 def test_tensorclass_instances_come_back_as_their_class(one_rank_group):
-    tensorclass = pytest.importorskip("tensordict").tensorclass
+    pytest.importorskip("tensordict.tensorclasses")
+    from tensordict import tensorclass
 
     @tensorclass
     class Sample:
