@@ -33,7 +33,7 @@ from tensordict._metadata import MetadataMixin
 from tensordict._nested_key import NestedKey, unravel_key, unravel_key_to_tuple
 from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 from tensordict._options import get_defaults_to_none
-from tensordict._restructure import RestructureMixin
+from tensordict._restructure import RestructureMixin, _is_node
 
 
 class DictMixin(RestructureMixin, MetadataMixin):
@@ -275,21 +275,18 @@ class DictMixin(RestructureMixin, MetadataMixin):
         items = source.items() if isinstance(source, (Mapping, TensorDictBase)) else source
         writes: list[tuple[tuple[str, ...], str, Any]] = []
         for key, value in items:
-            path = prefix + unravel_key_to_tuple(key)
+            path = prefix + ((key,) if key.__class__ is str else unravel_key_to_tuple(key))
             if allowed is not None and not any(path[: len(a)] == a or a[: len(path)] == path
                                                for a in allowed):
                 continue
-            target = self._get_path(path, None)
-            nested_source = isinstance(value, Mapping) or (
-                isinstance(value, TensorDictBase) and not getattr(value, "_is_non_tensor", False))
-            if nested_source and isinstance(target, TensorDictBase) and not getattr(
-                    target, "_is_non_tensor", False):
-                writes += self._plan_update(value, path, allowed, clone)
+            parent = self if len(path) == 1 else self._planned_parent(path)
+            if value.__class__ is not torch.Tensor and _is_mapping_like(value):
+                target = parent._get_str(path[-1], None)
+                if _is_node(target):
+                    writes += self._plan_update(value, path, allowed, clone)
+                    continue
+            if allowed is not None and not any(path[: len(a)] == a for a in allowed):
                 continue
-            if allowed is not None and path not in allowed and not any(
-                    path[: len(a)] == a for a in allowed):
-                continue
-            parent = self._planned_parent(path)
             if clone and isinstance(value, torch.Tensor):
                 value = value.clone()
             writes.append((path[:-1], path[-1], parent._validate_value(value, path[-1])))
@@ -346,6 +343,11 @@ class DictMixin(RestructureMixin, MetadataMixin):
         for key in keys:
             out.set(key, value)
         return out
+
+
+def _is_mapping_like(value: Any) -> bool:
+    """A mapping or a (non-tensor-data) TensorDict: merged into sub-TensorDicts by update."""
+    return isinstance(value, Mapping) or _is_node(value)
 
 
 def _flat_items(source: Any) -> Iterable[tuple[NestedKey, Any]]:

@@ -44,20 +44,29 @@ class RestructureMixin:
         return self.clone()
 
     def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> Any:
-        """A TensorDict with only ``keys`` (KeyError for a missing key unless
-        ``strict=False``)."""
-        paths = [unravel_key_to_tuple(k) for k in keys]
-        if strict:
-            for path in paths:
-                self._get_path(path)
+        """A TensorDict with only ``keys``, in that order, sharing the selected values
+        (KeyError for a missing key unless ``strict=False``).
 
-        def rule(path: tuple[str, ...], value: Any) -> str:
-            if any(path[: len(p)] == p for p in paths):
-                return "keep"
-            return "descend" if any(p[: len(path)] == path for p in paths) else "drop"
-
-        result = self._filtered(rule)
-        return self._replace_contents(result) if inplace else result
+        >>> td = TensorDict({"a": torch.zeros(1), "n": {"b": torch.ones(1), "c": 0}})
+        >>> td.select(("n", "b"), "a")
+        TensorDict(batch_size=[], fields={a: f32[1], n: {b: f32[1]}})
+        """
+        out = self._empty_like_self()
+        for key in keys:
+            path = (key,) if key.__class__ is str else unravel_key_to_tuple(key)
+            value = self._get_path(path, NO_DEFAULT if strict else None)
+            if value is None:
+                continue
+            node, source = out, self
+            for part in path[:-1]:  # fresh levels, so the selection never edits self
+                source = source._get_str(part)
+                child = node._get_str(part, None)
+                if child is None or child is source:
+                    child = source._empty_like_self()
+                    node._set_str(part, child, inplace=False, validated=True)
+                node = child
+            node._set_str(path[-1], value, inplace=False, validated=True)
+        return self._replace_contents(out) if inplace else out
 
     def exclude(self, *keys: NestedKey, inplace: bool = False) -> Any:
         """A TensorDict without ``keys``."""
