@@ -11,6 +11,7 @@ import torch
 
 from tensordict import plugins
 from tensordict.plugins import MissingMethodError
+from tensordict.testing import plugin_removed
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tensorclass_test_classes import Inner, Outer  # noqa: E402
@@ -22,17 +23,11 @@ def make() -> Outer:
 
 
 def test_missing_memmap_plugin_names_the_package():
-    plugin = plugins.plugin_manager().get_plugin("memmap")
-    if plugin is not None:
-        plugins.unregister(plugin)
-    try:
+    with plugin_removed("memmap"):
         with pytest.raises(MissingMethodError, match="tensordict-memmap"):
             make().memmap()
         with pytest.raises(MissingMethodError, match="tensordict-memmap"):
             Outer.load_memmap("nowhere")
-    finally:
-        if plugin is not None:
-            plugins.register(plugin, name="memmap")
 
 
 def _memmap():

@@ -3,15 +3,22 @@
 Each first-party plugin's test suite calls these; a third-party plugin can do the same.
 
 Example:
-    >>> from tensordict.testing import assert_registered_plugin
+    >>> from tensordict.plugins import list_plugins
+    >>> from tensordict.testing import assert_registered_plugin, plugin_removed
+    >>> assert_registered_plugin("memmap", "tensordict-memmap", "tensordict.memmap")
+    >>> with plugin_removed("memmap"):
+    ...     "memmap" in list_plugins()
+    False
     >>> assert_registered_plugin("memmap", "tensordict-memmap", "tensordict.memmap")
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import re
+from collections.abc import Iterator
 
 from tensordict import plugins
 
@@ -46,3 +53,22 @@ def assert_registered_plugin(plugin_name: str, distribution: str, package: str) 
     assert [ep.name for ep in entry_points] == [plugin_name], entry_points
     plugin = plugins.plugin_manager().get_plugin(plugin_name)
     assert plugin is importlib.import_module(entry_points[0].value)
+
+
+@contextlib.contextmanager
+def plugin_removed(plugin_name: str) -> Iterator[object | None]:
+    """Unregister the plugin ``plugin_name`` inside the block (to test what users without
+    it see), then register it again exactly as it was; yields the plugin (or None)."""
+    manager = plugins._manager()
+    manager.load_entry_points()
+    plugin = manager.get_plugin(plugin_name)
+    distribution = manager._distributions.get(plugin_name)
+    if plugin is not None:
+        manager.unregister(plugin)
+    try:
+        yield plugin
+    finally:
+        if plugin is not None:
+            manager.register(plugin, name=plugin_name)
+            if distribution is not None:
+                manager._distributions[plugin_name] = distribution
