@@ -4,7 +4,8 @@ Usage: ``python benchmarks/ratios.py results.json`` where ``results.json`` comes
 ``pytest benchmarks --benchmark-only --benchmark-json=results.json`` (``tox -e bench``
 does both). The convention is in benchmarks/README.md: in each group, a test with
 ``baseline`` in its name times the plain dict-of-tensors (or raw torch) version, every
-other test times ours.
+other test times ours. Medians are compared: on a shared machine a few stalled rounds
+move a mean far more than a median.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from pathlib import Path
 
 
 def ratio_rows(results: dict) -> list[tuple[str, str, float, float]]:
-    """``(group, test, our mean, baseline mean)`` for each non-baseline benchmark.
+    """``(group, test, our median, baseline median)`` for each non-baseline benchmark.
 
     >>> ratio_rows({"benchmarks": [
-    ...     {"group": "get", "name": "test_get", "stats": {"mean": 3e-6}},
-    ...     {"group": "get", "name": "test_get_baseline", "stats": {"mean": 1e-6}},
+    ...     {"group": "get", "name": "test_get", "stats": {"median": 3e-6}},
+    ...     {"group": "get", "name": "test_get_baseline", "stats": {"median": 1e-6}},
     ... ]})
     [('get', 'test_get', 3e-06, 1e-06)]
     """
@@ -31,12 +32,12 @@ def ratio_rows(results: dict) -> list[tuple[str, str, float, float]]:
     for bench in results.get("benchmarks", []):
         side = "baseline" if "baseline" in bench["name"] else "ours"
         group = bench.get("group") or bench["name"]
-        groups[group][side].append((bench["name"], bench["stats"]["mean"]))
+        groups[group][side].append((bench["name"], bench["stats"]["median"]))
     rows = []
     for group, sides in sorted(groups.items()):
         # several baselines in one group: compare with the fastest
-        baseline = min((mean for _, mean in sides["baseline"]), default=math.nan)
-        rows.extend((group, name, mean, baseline) for name, mean in sorted(sides["ours"]))
+        baseline = min((median for _, median in sides["baseline"]), default=math.nan)
+        rows.extend((group, name, median, baseline) for name, median in sorted(sides["ours"]))
     return rows
 
 
