@@ -272,3 +272,14 @@ def test_zero_dim_tensordict():
     assert td.batch_size == () and td["a"].item() == 1.0
     td["n", "b"] = torch.zeros(5)
     assert td["n"].batch_size == ()
+
+
+def test_select_follows_the_requested_order_and_never_edits_the_source():
+    td = TensorDict({"a": torch.zeros(2), "b": torch.zeros(2),
+                     "c": {"d": torch.zeros(2), "e": torch.zeros(2)}}, [2])
+    assert list(td.select("c", "a").keys(True)) == [("c", "d"), ("c", "e"), "c", "a"]
+    narrowed = td.select("c", ("c", "d"))
+    assert list(narrowed.keys(True)) == [("c", "d"), "c"]
+    assert list(td["c"].keys()) == ["d", "e"]  # the source kept both entries
+    whole = td.select("c")
+    assert whole["c"] is td["c"]  # whole sub-TensorDicts are shared, like leaves
