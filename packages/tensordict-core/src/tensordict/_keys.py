@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
 
 
+_Tensor = torch.Tensor
+
+
 def default_is_leaf(cls: type) -> bool:
     """True for tensor types: the leaves ``keys(leaves_only=True)`` lists by default."""
     from tensordict._base import is_tensor_collection
@@ -72,16 +75,19 @@ class TensorDictKeysView:
         if not self.include_nested and not self.leaves_only:
             yield from td._keys_str()
             return
-        for key in list(td._keys_str()):
-            value = td._peek_str(key)  # a lazy stack shows one part's: nothing is stacked
-            full = prefix + (key,)
-            if _is_node(value, self.is_leaf):
-                if self.include_nested and _has_entries(value):
-                    yield from self._iter(td._get_str(key), full)
-                if not self.leaves_only:
-                    yield full if prefix else key
-            else:
-                yield full if prefix else key
+        entries = getattr(td, "_tensordict", None)
+        if entries.__class__ is dict:  # a TensorDict: read its entries directly
+            pairs = list(entries.items())
+        else:  # a lazy stack shows one part's values: nothing is stacked
+            pairs = [(key, td._peek_str(key)) for key in td._keys_str()]
+        for key, value in pairs:
+            if value.__class__ is _Tensor or not _is_node(value, self.is_leaf):
+                yield prefix + (key,) if prefix else key
+                continue
+            if self.include_nested and _has_entries(value):
+                yield from self._iter(td._get_str(key), prefix + (key,))
+            if not self.leaves_only:
+                yield prefix + (key,) if prefix else key
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
