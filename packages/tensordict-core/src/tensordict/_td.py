@@ -235,8 +235,11 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
     def __setitem__(self, key: Any, value: Any) -> None:
         if key.__class__ is str and value.__class__ is _Tensor and self._device is None \
                 and not self._is_locked:
-            batch_size, shape = self._batch_size, value.shape
-            # one batch dim (the common case) is compared without slicing a Size
+            batch_size = self._batch_size
+            if not batch_size:
+                self._tensordict[key] = value
+                return
+            shape = value.shape  # one batch dim (the common case): no Size slicing
             if (shape and shape[0] == batch_size[0]) if len(batch_size) == 1 else (
                     shape[: len(batch_size)] == batch_size):
                 self._tensordict[key] = value
@@ -275,10 +278,12 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
             device = self._device
             if device is not None and value.device != device:
                 value = value.to(device, non_blocking=non_blocking)
-            batch_size, shape = self._batch_size, value.shape
-            if batch_size and not ((shape and shape[0] == batch_size[0])
-                                   if len(batch_size) == 1 else
-                                   shape[: len(batch_size)] == batch_size):
+            batch_size = self._batch_size
+            if not batch_size:  # nothing to check (nested tensors have no .shape)
+                return value
+            shape = value.shape
+            if not ((shape and shape[0] == batch_size[0]) if len(batch_size) == 1
+                    else shape[: len(batch_size)] == batch_size):
                 raise errors.batch_mismatch(key, shape, batch_size)
             return value
         return self._convert_value(value, key, non_blocking)
