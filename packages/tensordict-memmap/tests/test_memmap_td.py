@@ -316,11 +316,6 @@ def test_dumps_is_memmap(tmp_path):
     _assert_same_leaves(TensorDict.load_memmap(tmp_path), td)
 
 
-def test_share_non_tensor_is_refused(tmp_path):
-    with pytest.raises(NotImplementedError, match="share_non_tensor"):
-        _sample().memmap(tmp_path, share_non_tensor=True)
-
-
 def test_non_tensor_collections_alone(tmp_path):
     data = NonTensorData("hello").memmap(tmp_path / "d")
     assert data.data == "hello"

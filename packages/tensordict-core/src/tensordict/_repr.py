@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from tensordict._nontensor import NonTensorData
 from tensordict._options import get_printoptions
 
 _LINE_WIDTH = 80
@@ -39,7 +40,7 @@ def _compact_entry(value: Any, batch_ndim: int, device: torch.device | None) -> 
         return text
     if getattr(value, "_is_non_tensor", False):
         data = getattr(value, "data", None)
-        shown = type(value) if type(value).__name__ != "NonTensorData" else type(data)
+        shown = type(data) if isinstance(value, NonTensorData) else type(value)
         return shown.__name__
     if hasattr(type(value), "_compact_nested_repr"):  # tensorclasses, lazy stacks
         return value._compact_nested_repr(batch_ndim)

@@ -267,6 +267,9 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
             if isinstance(present, TensorDictBase) and isinstance(value, TensorDictBase):
                 present.update_(value)
                 return self
+            if isinstance(present, NonTensorData) and isinstance(value, NonTensorData):
+                present.data = value.data  # in place: a shared leaf writes it through
+                return self
         if self._is_locked:
             raise errors.locked()
         self._tensordict[key] = value

@@ -29,13 +29,6 @@ from tensordict.memmap._tensor import MemoryMappedTensor
 PathLike = str | os.PathLike[str]
 
 
-def _check_share(share_non_tensor: bool) -> None:
-    if share_non_tensor:
-        raise NotImplementedError(
-            "share_non_tensor=True is not supported: non-tensor data is copied, not shared"
-        )
-
-
 def _target(collection: Any) -> Any:
     """The TensorDict holding a tensorclass's data; the collection itself otherwise."""
     return collection._tensordict if _state.kind(collection) == "tensorclass" else collection
@@ -54,7 +47,9 @@ def memmap(self: Any, prefix: PathLike | None = None, copy_existing: bool = Fals
         copy_existing: copy leaves already memory-mapped elsewhere (otherwise an error).
         num_threads: write the files with this many threads.
         return_early: with ``num_threads > 0``, return a :class:`TensorDictFuture`.
-        share_non_tensor: not supported (raises).
+        share_non_tensor: non-tensor values (JSON ones, in a folder) are read from and
+            written to their ``meta.json``, so an in-place update (``set_``, ``update_``)
+            in any process is seen by every process holding this collection.
         existsok: overwrite existing files (otherwise an error).
         robust_key: escape keys that are not valid file names (``%XX``).
 
@@ -64,10 +59,9 @@ def memmap(self: Any, prefix: PathLike | None = None, copy_existing: bool = Fals
     >>> td.is_locked, td["s"], td.device
     (True, 'text', device(type='cpu'))
     """
-    _check_share(share_non_tensor)
     return _save.save(self, prefix, copy_existing=copy_existing, num_threads=num_threads,
                       return_early=return_early, existsok=existsok, robust_key=robust_key,
-                      like=False)
+                      like=False, share=share_non_tensor)
 
 
 def dumps(self: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
@@ -99,10 +93,9 @@ def memmap_like(self: Any, prefix: PathLike | None = None, copy_existing: bool =
     >>> data["images"][3].float().mean().item(), data.batch_size
     (255.0, torch.Size([10000]))
     """
-    _check_share(share_non_tensor)
     return _save.save(self, prefix, copy_existing=copy_existing, num_threads=num_threads,
                       return_early=return_early, existsok=existsok, robust_key=robust_key,
-                      like=True)
+                      like=True, share=share_non_tensor)
 
 
 def memmap_(self: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
@@ -117,10 +110,10 @@ def memmap_(self: Any, prefix: PathLike | None = None, copy_existing: bool = Fal
     >>> td.memmap_(tempfile.mkdtemp()) is td, type(td["a"]).__name__
     (True, 'MemoryMappedTensor')
     """
-    _check_share(share_non_tensor)
     return _save.save(self, prefix, copy_existing=copy_existing, num_threads=num_threads,
                       return_early=return_early, existsok=existsok, robust_key=robust_key,
-                      like=False, then=lambda new: _adopt(self, new))
+                      like=False, share=share_non_tensor,
+                      then=lambda new: _adopt(self, new))
 
 
 @contextmanager

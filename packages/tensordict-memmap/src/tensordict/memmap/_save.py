@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from tensordict.memmap import _layout, _nested, _state
+from tensordict.memmap._shared_non_tensor import SharedNonTensorData
 from tensordict.memmap._tensor import MemoryMappedTensor, file_id
 
 _CPU = torch.device("cpu")
@@ -46,6 +47,7 @@ class _Options:
     existsok: bool
     copy_existing: bool
     like: bool
+    share: bool = False
     jobs: list[_Job] = field(default_factory=list)
 
 
@@ -78,6 +80,7 @@ class _Node:
     pickled: tuple[str, bytes] | None = None
     keep: set[str] = field(default_factory=set)  # the names this save writes in the folder
     stale: set[str] = field(default_factory=set)  # what an earlier save wrote there
+    share: bool = False  # build a SharedNonTensorData reading its value from meta.json
 
 
 class TensorDictFuture:
@@ -145,7 +148,7 @@ def _suffix(base: str | None, suffix: str) -> str | None:
 
 def _plan(value: Any, folder: str | None, opts: _Options, path: tuple[Any, ...] = ()) -> _Node:
     what = _state.kind(value)
-    node = _Node(value, what, folder, {})
+    node = _Node(value, what, folder, {}, share=opts.share)
     if what == "tensordict":
         _plan_tensordict(node, opts, path)
     elif what == "lazy":
@@ -319,6 +322,11 @@ def _build(node: _Node, built: dict[Any, Any]) -> Any:
         return type(value)(*[built[i] for i in range(len(built))], **kwargs)
     if node.kind == "tensorclass":
         return type(value).from_tensordict(built["_tensordict"])
+    shared = node.share or isinstance(value, SharedNonTensorData)  # a re-save stays shared
+    if node.kind == "nontensor" and shared and node.folder is not None and (
+            node.pickled is None):
+        return SharedNonTensorData(node.folder, batch_size=value.batch_size, device=_CPU,
+                                   names=value._names)
     return value.to(_CPU)  # non-tensor data
 
 
@@ -355,11 +363,11 @@ def _jobs(node: _Node) -> list[_Job]:
 
 def save(collection: Any, prefix: str | os.PathLike[str] | None, *, copy_existing: bool,
          num_threads: int, return_early: bool, existsok: bool, robust_key: bool | None,
-         like: bool, then: Callable[[Any], Any] | None = None) -> Any:
+         like: bool, share: bool = False, then: Callable[[Any], Any] | None = None) -> Any:
     """Write ``collection`` under ``prefix`` (None: anonymous shared memory) and return
     the locked memmapped copy (or a :class:`TensorDictFuture`)."""
     folder = None if prefix is None else os.path.abspath(os.fspath(prefix))
-    opts = _Options(robust_key is not False, existsok, copy_existing, like)
+    opts = _Options(robust_key is not False, existsok, copy_existing, like, share)
     node = _plan(collection, folder, opts)
     jobs = _jobs(node)
     read = {file_id(job.source.untyped_storage().filename) for job in jobs
