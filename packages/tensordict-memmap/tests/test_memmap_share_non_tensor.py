@@ -3,12 +3,17 @@
 import json
 import multiprocessing as mp
 import pickle
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from tensordict import NonTensorData, TensorDict
 from tensordict.memmap._shared_non_tensor import SharedNonTensorData
+
+sys.path.insert(0, str(Path(__file__).parent))
+from memmap_share_workers import set_from_queue, set_in_child  # noqa: E402
 
 
 def _sample():
@@ -20,23 +25,12 @@ def _meta(path):
     return json.loads((path / "meta.json").read_text())
 
 
-def _set_in_child(td, key, value, done):
-    td.set_(key, value)
-    done.put(td.get(key).data)
-
-
-def _set_from_queue(inbox, done):
-    td = inbox.get()
-    td.update_({"s": "queued"})
-    done.put(td["s"])
-
-
 @pytest.mark.parametrize("method", ["spawn", "fork"])
 def test_child_process_update_is_seen_by_parent(tmp_path, method):
     ctx = mp.get_context(method)
     td = _sample().memmap(tmp_path, share_non_tensor=True)
     done = ctx.Queue()
-    child = ctx.Process(target=_set_in_child, args=(td, ("n", "t"), "from child", done))
+    child = ctx.Process(target=set_in_child, args=(td, ("n", "t"), "from child", done))
     child.start()
     assert done.get(timeout=30) == "from child"
     child.join(30)
@@ -49,7 +43,7 @@ def test_td_sent_through_a_queue_is_shared(tmp_path):
     ctx = mp.get_context("spawn")
     td = _sample().memmap(tmp_path, share_non_tensor=True)
     inbox, done = ctx.Queue(), ctx.Queue()
-    child = ctx.Process(target=_set_from_queue, args=(inbox, done))
+    child = ctx.Process(target=set_from_queue, args=(inbox, done))
     child.start()
     inbox.put(td)
     assert done.get(timeout=30) == "queued"
