@@ -77,8 +77,3 @@ def is_nested_key(key: object) -> bool:
     except (TypeError, KeyError):
         return False
     return True
-
-
-def key_repr(key: NestedKey) -> str:
-    """A key as shown in error messages."""
-    return repr(unravel_key(key))
