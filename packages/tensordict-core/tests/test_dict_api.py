@@ -26,8 +26,12 @@ def test_getitem_and_get(td):
 
 
 def test_get_can_raise_when_asked():
-    with set_get_defaults_to_none(False), pytest.raises(KeyError):
-        TensorDict().get("x")
+    set_get_defaults_to_none(False)
+    try:
+        with pytest.raises(KeyError):
+            TensorDict().get("x")
+    finally:
+        set_get_defaults_to_none(True)
 
 
 def test_missing_key_errors_name_path_and_available_keys(td):

@@ -50,11 +50,15 @@ def test_verbose_repr_matches_seed_layout():
     )
 
 
-def test_printoptions_call_and_restore():
+def test_printoptions_set_and_restore():
     assert get_printoptions()["compact"]
     switch = set_printoptions(compact=False)
-    assert not get_printoptions()["compact"]
-    switch.__exit__(None, None, None)
+    assert get_printoptions()["compact"]  # building the switch changes nothing
+    switch.set()
+    try:
+        assert not get_printoptions()["compact"]
+    finally:
+        set_printoptions(compact=True).set()
     assert get_printoptions()["compact"]
 
 

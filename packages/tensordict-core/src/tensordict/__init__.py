@@ -11,17 +11,26 @@ TensorDict(batch_size=[2], fields={obs: f32[3], reward: f32[]})
 # other distributions and from editable (src/) checkouts.
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 from tensordict import _pytree  # noqa: F401  (registers TensorDict as a pytree node)
 from tensordict import plugins as _plugins
-from tensordict._base import TensorCollection, TensorDictBase, is_tensor_collection
+from tensordict._base import (
+    TensorCollection,
+    TensorDictBase,
+    is_tensor_collection,
+    is_tensorclass,
+)
 from tensordict._compare import assert_allclose_td, assert_close
 from tensordict._convert import from_dict, make_tensordict
+from tensordict._dense_stack import dense_stack_tds
 from tensordict._device import is_bool, is_floating, is_inexact, is_integer
 from tensordict._functional import from_module, from_modules
 from tensordict._keys import default_is_leaf, is_leaf_nontensor
 from tensordict._lazy import LazyStackedTensorDict, lazy_stack
+from tensordict._merge import merge_tensordicts
 from tensordict._nested_key import NestedKey, unravel_key, unravel_key_list, unravel_key_to_tuple
 from tensordict._nontensor import LinkedList, NonTensorData, NonTensorStack, is_non_tensor
 from tensordict._options import (
@@ -36,6 +45,7 @@ from tensordict._options import (
     set_list_to_stack,
     set_printoptions,
 )
+from tensordict._parse import parse_tensor_dict_string
 from tensordict._restructure import KEY_SEPARATOR
 from tensordict._stack import cat, maybe_dense_stack, pad, pad_sequence, stack
 from tensordict._td import TensorDict
@@ -51,6 +61,9 @@ __all__ = [
     "pad_sequence",
     "pad",
     "maybe_dense_stack",
+    "dense_stack_tds",
+    "merge_tensordicts",
+    "parse_tensor_dict_string",
     "is_integer",
     "is_inexact",
     "is_floating",
@@ -80,6 +93,7 @@ __all__ = [
     "is_leaf_nontensor",
     "is_non_tensor",
     "is_tensor_collection",
+    "is_tensorclass",
     "lazy_legacy",
     "lazy_stack",
     "make_tensordict",
@@ -97,7 +111,6 @@ __all__ = [
 
 if TYPE_CHECKING:  # names plugins add at run time, visible to type checkers and IDEs
     from tensordict.tensorclasses import TensorClass as TensorClass
-    from tensordict.tensorclasses import is_tensorclass as is_tensorclass
     from tensordict.tensorclasses import tensorclass as tensorclass
 
 
@@ -106,3 +119,21 @@ def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
     return _plugins.top_level_name(name)
+
+
+class _Package(types.ModuleType):
+    """The ``tensordict`` package object.
+
+    ``tensordict.tensorclass`` is both a module path (upstream's, ``from
+    tensordict.tensorclass import NonTensorData``) and, as an attribute, the decorator.
+    Importing the module must not rebind the attribute, so it is not set here: the
+    decorator keeps resolving through the plugin's top-level names.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "tensorclass" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -84,6 +84,16 @@ def is_tensor_collection(obj: Any) -> bool:
     return issubclass(cls, TensorCollection) or getattr(cls, "_is_tensorclass", False)
 
 
+def is_tensorclass(obj: Any) -> bool:
+    """True for tensorclasses and their instances (the ``@tensorclass`` plugin marks them).
+
+    >>> is_tensorclass(TensorDictBase), is_tensorclass(object())
+    (False, False)
+    """
+    cls = obj if isinstance(obj, type) else type(obj)
+    return bool(getattr(cls, "_is_tensorclass", False))
+
+
 class TensorDictBase(TensorCollection, MutableMapping):
     """Abstract base of every TensorDict-like container."""
 

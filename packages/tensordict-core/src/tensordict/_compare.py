@@ -11,7 +11,8 @@ Example:
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from numbers import Number
 from typing import Any
 
 import torch
@@ -21,16 +22,38 @@ from tensordict._keys import is_leaf_nontensor
 
 
 def leafwise_binary(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> Any:
-    """``op(leaf, other_leaf)`` for every leaf; ``other`` a collection, dict or tensor."""
-    if is_tensor_collection(other) and not getattr(other, "_is_non_tensor", False):
-        mine, theirs = set(td.keys(True, True)), set(other.keys(True, True))
+    """``op(leaf, other_leaf)`` for every leaf; ``other`` a collection, dict, tensor or
+    number. Anything else (a string, None, a list...) is never equal to a TensorDict:
+    ``==`` gives False and ``!=`` True (see :func:`_incomparable`)."""
+    from tensordict._td import TensorDict
+
+    if isinstance(other, Mapping) and not is_tensor_collection(other):
+        other = TensorDict(other)
+    if is_tensor_collection(other):
+        mine = set(td.keys(True, True))
+        theirs = set() if getattr(other, "_is_non_tensor", False) else set(other.keys(True, True))
         if mine != theirs:
             raise KeyError(
                 f"cannot compare TensorDicts with different keys: only in the first "
                 f"{sorted(map(str, mine - theirs))}, only in the second "
                 f"{sorted(map(str, theirs - mine))}"
             )
+    elif not isinstance(other, (Number, torch.Tensor)):
+        return _incomparable(td, other, op)
     return _binary_nested(td, other, op)
+
+
+def _incomparable(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> bool:
+    """The result of comparing ``td`` with a value that is neither a collection, a tensor
+    nor a number: not equal; ordering gives False for a TensorDict (as upstream) and
+    raises ValueError for other collections."""
+    from tensordict._td import TensorDict
+
+    if op is operator.eq or op is operator.ne:
+        return op is operator.ne
+    if type(td) is TensorDict:
+        return False
+    raise ValueError(f"Incompatible value {type(other)} for op __{op.__name__}__.")
 
 
 def _binary_nested(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> Any:

@@ -22,12 +22,15 @@ from tensordict._shapes import as_device
 
 
 def _parse_to_args(*args: Any, **kwargs: Any) -> tuple[Any, Any, Any, bool]:
-    """(device, dtype, batch_size, non_blocking) from the arguments of ``to``."""
-    device = kwargs.pop("device", NO_DEFAULT)
+    """(device, dtype, batch_size, non_blocking) from the arguments of ``to`` (None for a
+    device or dtype not given)."""
+    device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
     batch_size = kwargs.pop("batch_size", None)
     non_blocking = bool(kwargs.pop("non_blocking", False))
     for arg in args:
+        if arg is None:  # no device: nothing to move
+            continue
         if isinstance(arg, torch.dtype):
             dtype = arg
         elif isinstance(arg, (str, torch.device, int)):
@@ -51,23 +54,26 @@ class DeviceMixin:
         """A TensorDict with every tensor moved to a device and/or cast to a dtype.
 
         Accepts a device, a dtype, a tensor or TensorDict (its device), and the
-        keywords ``device``, ``dtype``, ``non_blocking`` and ``batch_size``.
+        keywords ``device``, ``dtype``, ``non_blocking`` and ``batch_size``. A ``None``
+        device moves nothing; with neither a device nor a dtype, the TensorDict itself is
+        returned (its batch size set in place if ``batch_size`` is given).
+
+        >>> td = TensorDict(a=torch.zeros(2), batch_size=[2])
+        >>> td.to(None) is td, td.to(batch_size=[]) is td, td.batch_size
+        (True, True, torch.Size([]))
         """
         device, dtype, batch_size, non_blocking = _parse_to_args(*args, **kwargs)
-        if device is not NO_DEFAULT and device is not None:
-            device = as_device(device)
-        if dtype is None and device is NO_DEFAULT:
+        if dtype is None and device is None:
             out = self
         else:
             to_kwargs: dict[str, Any] = {"non_blocking": non_blocking}
-            if device is not NO_DEFAULT:
-                to_kwargs["device"] = device
+            if device is not None:
+                to_kwargs["device"] = device = as_device(device)
             if dtype is not None:
                 to_kwargs["dtype"] = dtype
-            out = self._apply_nest(lambda x: x.to(**to_kwargs), device=device,
-                                   filter_empty=False)
+            out = self._apply_nest(lambda x: x.to(**to_kwargs), filter_empty=False,
+                                   device=NO_DEFAULT if device is None else device)
         if batch_size is not None:
-            out = out.copy() if out is self else out
             out.batch_size = batch_size
         return out
 

@@ -30,7 +30,7 @@ from tensordict._keys import (
     is_leaf_nontensor,
 )
 from tensordict._metadata import MetadataMixin
-from tensordict._nested_key import NestedKey, unravel_key, unravel_key_to_tuple
+from tensordict._nested_key import NestedKey, key_to_path, unravel_key
 from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 from tensordict._options import get_defaults_to_none
 from tensordict._restructure import RestructureMixin, _is_node
@@ -40,13 +40,15 @@ class DictMixin(RestructureMixin, MetadataMixin):
     """Mapping behaviour over nested keys (reading, writing, deleting, updating)."""
 
     __slots__ = ()
+    #: whether parts hold keys others lack (only lazy stacks can)
+    _has_exclusive_keys = False
 
     # -- nested access -------------------------------------------------------------------
     def _get_path(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
         """The stored value at ``key`` (non-tensor data not unwrapped)."""
         if key.__class__ is str:
             return self._get_str(key, default)
-        path = unravel_key_to_tuple(key)
+        path = key_to_path(key)
         node: Any = self
         for depth, part in enumerate(path):
             if not isinstance(node, TensorDictBase) or getattr(node, "_is_non_tensor", False):
@@ -174,7 +176,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
         if key.__class__ is str:
             return self._set_str(key, item, inplace=inplace, validated=False,
                                  non_blocking=non_blocking)
-        path = unravel_key_to_tuple(key)
+        path = key_to_path(key)
         parent = self._parent_of(path, create=True) if len(path) > 1 else self
         parent._set_str(path[-1], item, inplace=inplace, validated=False,
                         non_blocking=non_blocking)
@@ -193,17 +195,23 @@ class DictMixin(RestructureMixin, MetadataMixin):
 
         Allowed on locked TensorDicts.
         """
-        path = unravel_key_to_tuple(key)
-        parent = self._parent_of(path, create=False)
-        if parent._get_str(path[-1], None) is None:
-            shown = path if len(path) > 1 else path[0]
-            raise errors.missing_key(shown, list(parent._keys_str()), path[:-1])
+        path = key_to_path(key)
+        parent = self._existing_parent(path)
         parent._set_str(path[-1], item, inplace=True, validated=False, non_blocking=non_blocking)
         return self
 
+    def _existing_parent(self, path: tuple[str, ...]) -> Any:
+        """The sub-TensorDict holding the existing entry ``path`` (KeyError naming it if it
+        is absent); the entry itself is not read, so ragged lazy stacks are fine."""
+        parent = self._parent_of(path, create=False)
+        if parent._peek_str(path[-1], None) is None:
+            shown = path if len(path) > 1 else path[0]
+            raise errors.missing_key(shown, list(parent._keys_str()), path[:-1])
+        return parent
+
     def set_non_tensor(self, key: NestedKey, value: Any) -> Any:
         """Store ``value`` as non-tensor data, whatever its type."""
-        path = unravel_key_to_tuple(key)
+        path = key_to_path(key)
         parent = self._parent_of(path, create=True)
         data = NonTensorData(value, batch_size=parent.batch_size, device=parent.device)
         parent._set_str(path[-1], data, inplace=False, validated=True)
@@ -220,7 +228,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
 
     def del_(self, key: NestedKey) -> Any:
         """Delete the (nested) entry ``key``; returns self."""
-        path = unravel_key_to_tuple(key)
+        path = key_to_path(key)
         self._parent_of(path, create=False)._del_str(path[-1])
         return self
 
@@ -261,7 +269,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
         """
         allowed = None
         if keys_to_update is not None:
-            allowed = {unravel_key_to_tuple(k) for k in keys_to_update}
+            allowed = {key_to_path(k) for k in keys_to_update}
         writes = self._plan_update(input_dict_or_td, (), allowed, clone)
         for parent_path, key, value in writes:
             parent = self._parent_of(parent_path + (key,), create=True)
@@ -275,7 +283,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
         items = source.items() if isinstance(source, (Mapping, TensorDictBase)) else source
         writes: list[tuple[tuple[str, ...], str, Any]] = []
         for key, value in items:
-            path = prefix + ((key,) if key.__class__ is str else unravel_key_to_tuple(key))
+            path = prefix + ((key,) if key.__class__ is str else key_to_path(key))
             if allowed is not None and not any(path[: len(a)] == a or a[: len(path)] == path
                                                for a in allowed):
                 continue
@@ -313,21 +321,75 @@ class DictMixin(RestructureMixin, MetadataMixin):
 
         Every key is checked before the first copy.
         """
-        wanted = None if keys_to_update is None else {unravel_key(k) for k in keys_to_update}
-        items = [(key, value) for key, value in _flat_items(input_dict_or_td)
-                 if wanted is None or unravel_key(key) in wanted]
-        for key, _ in items:
-            self._get_path(key)  # raises KeyError naming the missing key
-        for key, value in items:
-            self.set_(key, value.clone() if clone else value, non_blocking=non_blocking)
+        for key, value in self._existing_items(input_dict_or_td, keys_to_update, clone):
+            self.set_(key, value, non_blocking=non_blocking)
         return self
 
     def update_at_(self, input_dict_or_td: Mapping[NestedKey, Any] | TensorDictBase,
-                   idx: Any, clone: bool = False, *, non_blocking: bool = False) -> Any:
-        """Write the entries of the input into the existing leaves at index ``idx``."""
-        for key, value in _flat_items(input_dict_or_td):
-            self._get_path(key)[idx] = value.clone() if clone else value
+                   idx: Any, clone: bool = False, *, non_blocking: bool = False,
+                   keys_to_update: Sequence[NestedKey] | None = None) -> Any:
+        """Write the leaves of the input into the existing entries at the batch index
+        ``idx`` (in place; KeyError, before any write, if an entry is absent).
+
+        >>> td = TensorDict(a=torch.zeros(3), n={"b": torch.zeros(3)}, batch_size=[3])
+        >>> td.update_at_({"a": 1.0, "n": {"b": 2.0}}, 1)["n", "b"]
+        tensor([0., 2., 0.])
+        """
+        for key, value in self._existing_items(input_dict_or_td, keys_to_update, clone):
+            self._write_at(key_to_path(key), idx, value)
         return self
+
+    def set_at_(self, key: NestedKey, value: Any, index: Any, *,
+                non_blocking: bool = False) -> Any:
+        """Write ``value`` into the existing entry ``key`` at the batch index ``index``
+        (in place); returns self.
+
+        >>> td = TensorDict(a=torch.zeros(3, 2), batch_size=[3])
+        >>> td.set_at_("a", torch.ones(2), 1)["a"][1]
+        tensor([1., 1.])
+        """
+        return self.update_at_({key: value}, index, non_blocking=non_blocking)
+
+    def get_at(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:
+        """``td.get(key)[index]``: the entry ``key`` at the batch index (given second or as
+        ``index=``). A missing key gives the default, as :meth:`get` does.
+
+        >>> td = TensorDict(a=torch.arange(3), batch_size=[3])
+        >>> td.get_at("a", 1), td.get_at("zzz", 1), td.get_at("zzz", 1, "default")
+        (tensor(1), None, 'default')
+        """
+        if args:
+            index, args = args[0], args[1:]
+        elif "index" in kwargs:
+            index = kwargs.pop("index")
+        else:
+            raise TypeError("index argument missing from get_at")
+        value = self._get_path(key, None)  # entries are never None: None means missing
+        if value is None:
+            return self.get(key, *args, **kwargs)
+        return value[index]
+
+    def _existing_items(self, source: Any, keys_to_update: Sequence[NestedKey] | None,
+                        clone: bool) -> list[tuple[NestedKey, Any]]:
+        """The leaves of ``source`` (those of ``keys_to_update``) to write in place, after
+        checking that each entry exists (KeyError naming the first one that does not)."""
+        wanted = None if keys_to_update is None else {unravel_key(k) for k in keys_to_update}
+        items = [(key, value.clone() if clone and isinstance(value, torch.Tensor) else value)
+                 for key, value in _flat_items(source)
+                 if wanted is None or unravel_key(key) in wanted]
+        for key, _ in items:
+            self._existing_parent(key_to_path(key))  # raises KeyError naming the missing key
+        return items
+
+    def _write_at(self, path: tuple[str, ...], index: Any, value: Any) -> None:
+        """Write ``value`` into the existing entry at ``path``, at the batch ``index``."""
+        target = self._get_path(path)
+        if isinstance(target, torch.Tensor):
+            target[index] = value
+        elif getattr(target, "_is_non_tensor", False):
+            self._parent_of(path, create=False)._set_at_index(index, {path[-1]: value})
+        else:
+            target._set_at_index(index, value)
 
     # -- construction helpers ---------------------------------------------------------------
     @classmethod
@@ -356,7 +418,7 @@ def _flat_items(source: Any) -> Iterable[tuple[NestedKey, Any]]:
     out: list[tuple[NestedKey, Any]] = []
     for key, value in source.items():
         if isinstance(value, Mapping):
-            out += [((key, *unravel_key_to_tuple(k)), v) for k, v in _flat_items(value)]
+            out += [((key, *key_to_path(k)), v) for k, v in _flat_items(value)]
         else:
             out.append((key, value))
     return out

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensordict._nested_key import NestedKey, unravel_key_to_tuple
+from tensordict._nested_key import NestedKey, key_to_path
 
 if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
@@ -36,6 +36,57 @@ def default_is_leaf(cls: type) -> bool:
 def is_leaf_nontensor(cls: type) -> bool:
     """Like :func:`default_is_leaf`, but non-tensor data count as leaves too."""
     return default_is_leaf(cls) or getattr(cls, "_is_non_tensor", False)
+
+
+class _NestedTensorsAsLists:
+    """An ``is_leaf`` under which ``items``/``values`` walk lazy stacks as lists of parts.
+
+    Leaves are tensors, as with :func:`default_is_leaf`; a lazy stack is not read as one
+    (possibly ragged) stacked tensor but part by part, under the keys ``"0"``, ``"1"``...
+    The marker is falsy, so ``is_leaf or default`` style code treats it as "no choice".
+    """
+
+    _instance: _NestedTensorsAsLists | None = None
+
+    def __new__(cls) -> _NestedTensorsAsLists:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __call__(self, cls: type) -> bool:
+        return default_is_leaf(cls)
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "_NESTED_TENSORS_AS_LISTS"
+
+
+_NESTED_TENSORS_AS_LISTS = _NestedTensorsAsLists()
+
+
+def _items_as_lists(td: Any, prefix: tuple[str, ...], include_nested: bool,
+                    leaves_only: bool) -> Iterator[tuple[NestedKey, Any]]:
+    """``(key, value)`` pairs of ``td`` with lazy stacks walked part by part."""
+    parts = getattr(td, "tensordicts", None)
+    if parts is not None:
+        for i, part in enumerate(parts):
+            yield from _items_as_lists(part, prefix + (str(i),), include_nested, leaves_only)
+        return
+    for key in td._keys_str():
+        value = td._get_str(key)
+        path = prefix + (key,)
+        if not _is_node(value, default_is_leaf) or not _has_entries(value):
+            yield (path if len(path) > 1 else key), value
+            continue
+        if not include_nested:
+            if not leaves_only:
+                yield (path if len(path) > 1 else key), value
+            continue
+        if not leaves_only and getattr(value, "tensordicts", None) is None:
+            yield (path if len(path) > 1 else key), value
+        yield from _items_as_lists(value, path, include_nested, leaves_only)
 
 
 def _is_node(value: Any, is_leaf: Callable[[type], bool]) -> bool:
@@ -94,7 +145,7 @@ class TensorDictKeysView:
 
     def __contains__(self, key: object) -> bool:
         try:
-            path = unravel_key_to_tuple(key)  # type: ignore[arg-type]
+            path = key_to_path(key)  # type: ignore[arg-type]
         except (TypeError, KeyError):
             return False
         if len(path) > 1 and not self.include_nested:
@@ -124,8 +175,12 @@ class TensorDictValuesView:
         self._keys = keys
 
     def __iter__(self) -> Iterator[Any]:
-        td = self._keys._td
-        return (td._get_path(key, None) for key in self._keys)
+        keys = self._keys
+        if keys.is_leaf is _NESTED_TENSORS_AS_LISTS:
+            pairs = _items_as_lists(keys._td, (), keys.include_nested, keys.leaves_only)
+            return (value for _, value in pairs)
+        td = keys._td
+        return (td._get_path(key, None) for key in keys)
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -140,5 +195,8 @@ class TensorDictItemsView(TensorDictValuesView):
     __slots__ = ()
 
     def __iter__(self) -> Iterator[tuple[NestedKey, Any]]:
-        td = self._keys._td
-        return ((key, td._get_path(key, None)) for key in self._keys)
+        keys = self._keys
+        if keys.is_leaf is _NESTED_TENSORS_AS_LISTS:
+            return _items_as_lists(keys._td, (), keys.include_nested, keys.leaves_only)
+        td = keys._td
+        return ((key, td._get_path(key, None)) for key in keys)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterator, Sequence
+from numbers import Number
 from typing import Any
 
 import torch
@@ -44,8 +45,9 @@ from tensordict._lazy_ops import (
     restructure,
     stack_tensors,
 )
-from tensordict._nested_key import NestedKey, unravel_key_to_tuple
+from tensordict._nested_key import NestedKey, key_to_path
 from tensordict._nontensor import unwrap_non_tensor
+from tensordict._options import list_to_stack
 from tensordict._pointwise import PointwiseMixin
 from tensordict._reductions import ReductionsMixin
 from tensordict._serialization import SerializationMixin, allow_weights_only_load
@@ -168,9 +170,10 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
             raise RuntimeError("lazy_stack needs at least one element to stack")
         kinds = set(map(type, items))
         if len(kinds) == 1 and getattr(next(iter(kinds)), "_is_tensorclass", False):
-            # a tensorclass wrapping the lazy stack of its instances' TensorDicts
+            # a tensorclass wrapping the lazy stack of its instances' TensorDicts (a
+            # rebuild of existing instances, as upstream's private constructor says)
             parts = [item._tensordict for item in items]
-            return next(iter(kinds)).from_tensordict(cls.lazy_stack(
+            return next(iter(kinds))._from_tensordict(cls.lazy_stack(
                 parts, dim, out=out, device=device, stack_dim_name=stack_dim_name,
                 strict_shape=strict_shape))
         if all(issubclass(kind, _Tensor) for kind in kinds):
@@ -297,9 +300,19 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
         if isinstance(first, _Tensor):
             return stack_tensors(key, values, self._stack_dim)
         if getattr(first, "_is_non_tensor", False):
-            from tensordict._nontensor import NonTensorStack
+            from tensordict._nontensor import NonTensorStack, merged_non_tensor
 
+            size = list(first.batch_size)
+            size.insert(self._stack_dim, len(values))
+            merged = merged_non_tensor(values, torch.Size(size), False)
+            if merged is not None:
+                return merged
             return NonTensorStack._new_unsafe(values, self._stack_dim)
+        kind = type(first)
+        if getattr(kind, "_is_tensorclass", False) and all(type(v) is kind for v in values):
+            parts = [value._tensordict for value in values]
+            return kind._from_tensordict(LazyStackedTensorDict._new_unsafe(parts,
+                                                                           self._stack_dim))
         return LazyStackedTensorDict._new_unsafe(values, self._stack_dim)
 
     def __getitem__(self, index: Any) -> Any:
@@ -332,7 +345,7 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
         """
         if not (as_list or as_padded_tensor or as_nested_tensor):
             return super().get(key, *args, **kwargs)
-        path = unravel_key_to_tuple(key)
+        path = key_to_path(key)
         parent = self._get_path(path[:-1]) if len(path) > 1 else self
         values = [td._get_path(path[-1]) for td in parent.tensordicts]
         return self.lazy_stack(
@@ -347,7 +360,7 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
         ...            ).get_item_shape("x")
         torch.Size([2, -1, 2])
         """
-        path = unravel_key_to_tuple(key)
+        path = key_to_path(key)
         parent = self._get_path(path[:-1]) if len(path) > 1 else self
         shapes = [td.get_item_shape(path[-1]) for td in parent.tensordicts]
         shape = common_shape(shapes)
@@ -359,10 +372,14 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
     # -- writing -------------------------------------------------------------------------------
     def _set_str(self, key: str, value: Any, *, inplace: bool, validated: bool,
                  non_blocking: bool = False) -> LazyStackedTensorDict:
-        if not validated:
-            value = self._validate_value(value, key, non_blocking)
+        pieces = None if validated else self._per_part(value)
         if self._is_locked and not (inplace and key in self._keys_str()):
             raise errors.locked()
+        if pieces is not None:
+            self._set_parts(key, pieces, inplace, non_blocking)
+            return self
+        if not validated:
+            value = self._validate_value(value, key, non_blocking)
         for td, piece in zip(self.tensordicts, self._split(value)):
             td._set_str(key, piece, inplace=inplace, validated=True, non_blocking=non_blocking)
         return self
@@ -390,6 +407,51 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
         if isinstance(value, _Tensor):
             return list(value.unbind(sd))
         return [value[(slice(None),) * sd + (i,)] for i in range(n)]
+
+    def _per_part(self, value: Any) -> list[Any] | None:
+        """``value`` as one piece per part when it is given that way: a list (along a
+        first stack dim, when lists become stacks) or a nested tensor; else None."""
+        if isinstance(value, _Tensor) and value.is_nested:
+            return list(value.unbind(0))
+        if value.__class__ is list and self._stack_dim == 0 and list_to_stack():
+            return value
+        return None
+
+    def _set_parts(self, key: str, pieces: list[Any], inplace: bool,
+                   non_blocking: bool) -> None:
+        """Write ``pieces[i]`` at ``key`` in part ``i`` (shapes may differ between parts),
+        everything checked before the first write."""
+        parts = self.tensordicts
+        if len(pieces) != len(parts):
+            raise ValueError(f"cannot write {len(pieces)} values at key {key!r} of a lazy "
+                             f"stack of {len(parts)} parts")
+        pieces = [td._validate_value(piece, key, non_blocking)
+                  for td, piece in zip(parts, pieces)]
+        if inplace:
+            for i, (td, piece) in enumerate(zip(parts, pieces)):
+                present = td._get_str(key, None)
+                if isinstance(present, _Tensor) and isinstance(piece, _Tensor) and \
+                        not _broadcasts_to(piece.shape, present.shape):
+                    raise RuntimeError(f"cannot write a value of shape {piece.shape} into "
+                                       f"entry {key!r} of part {i}, of shape {present.shape}")
+        for td, piece in zip(parts, pieces):
+            td._set_str(key, piece, inplace=inplace, validated=True, non_blocking=non_blocking)
+
+    def _write_at(self, path: tuple[str, ...], index: Any, value: Any) -> None:
+        """Write into the parts: a number or tensor is first broadcast to the indexed shape
+        (when the parts agree on it), then cut along the stack dim."""
+        parent = self._parent_of(path, create=False)
+        shape = parent.get_item_shape(path[-1])
+        if isinstance(value, (Number, _Tensor)) and -1 not in shape:
+            size = indexed_batch_size(self._batch_size, index) + shape[len(self._batch_size):]
+            value = torch.as_tensor(value, device=self.device).expand(size)
+        parent._set_at_index(index, {path[-1]: value})
+
+    @property
+    def _has_exclusive_keys(self) -> bool:
+        """Whether some parts hold tensor leaves (nested ones included) that others lack."""
+        keys = [_tensor_paths(td) for td in self.tensordicts]
+        return any(k != keys[0] for k in keys[1:])
 
     def _del_str(self, key: str) -> None:
         if self._is_locked:
@@ -480,7 +542,9 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
             return self.contiguous()._apply_nest(fn, *others, batch_size=batch_size,
                                                  names=names, inplace=inplace, **kwargs)
         sd = self._stack_dim
-        split = [self._split_other(other) for other in others]
+        default = kwargs.get("default", NO_DEFAULT)
+        split = [[other] * len(self.tensordicts) if other is default else self._split_other(other)
+                 for other in others]
         part_names = NO_DEFAULT
         if names is not NO_DEFAULT and names is not None:
             part_names = list(names)
@@ -492,10 +556,14 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
                            inplace=inplace, **kwargs)
             for i, td in enumerate(self.tensordicts)
         ]
+        if results and all(result is None for result in results):
+            return None  # every part filtered out (see ``apply``'s filter_empty)
         if inplace:
             return self
         if not results:
             return type(self)(batch_size=self._batch_size, stack_dim=sd)
+        results = [td._empty_child() if result is None else result
+                   for td, result in zip(self.tensordicts, results)]
         out = type(self)._new_unsafe(results, sd, self._stack_dim_name)
         if names is not NO_DEFAULT:
             out._stack_dim_name = None if names is None else list(names)[sd]
@@ -546,6 +614,25 @@ def _stacked_size(parts: list[Any], stack_dim: int) -> torch.Size:
         raise IndexError(f"stack dim {stack_dim} is out of range for parts of batch size {size}")
     stack_dim %= len(size) + 1
     return size[:stack_dim] + torch.Size([len(parts)]) + size[stack_dim:]
+
+
+def _broadcasts_to(shape: torch.Size, target: torch.Size) -> bool:
+    try:
+        return torch.broadcast_shapes(shape, target) == target
+    except RuntimeError:
+        return False
+
+
+def _tensor_paths(td: Any, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    """The paths of the tensor leaves of ``td`` (non-tensor data and empty levels aside)."""
+    out: set[tuple[str, ...]] = set()
+    for key in td._keys_str():
+        kind = td._peek_str(key)
+        if isinstance(kind, _Tensor):
+            out.add(prefix + (key,))
+        elif not getattr(kind, "_is_non_tensor", False):
+            out |= _tensor_paths(td._get_str(key), prefix + (key,))
+    return out
 
 
 def _common_device(parts: list[Any]) -> torch.device | None:

@@ -182,13 +182,6 @@ class LazyDictMixin:
                        keys_to_update=keys_to_update)
         return self
 
-    def update_at_(self, input_dict_or_td: Mapping[NestedKey, Any] | Any, idx: Any,
-                   clone: bool = False, *, non_blocking: bool = False) -> Any:
-        """Write the input at batch index ``idx``, into the parts; returns self."""
-        value = input_dict_or_td.clone() if clone else input_dict_or_td
-        self._set_at_index(idx, value)
-        return self
-
     def unbind(self, dim: int = 0) -> tuple[Any, ...]:
         """The slices along ``dim``: the parts themselves along the stack dim.
 

@@ -1,17 +1,44 @@
-"""Nested keys: a key is a string or a (possibly nested) tuple of strings.
+"""Nested keys: a key is a string or a non-empty, possibly nested tuple of strings.
+
+``unravel_key`` and ``unravel_key_to_tuple`` are lenient, like upstream's compiled ones:
+a tuple holding anything else (an int, an empty tuple...) unravels to ``()``. Internal
+code that needs a valid path uses :func:`key_to_path`, which raises.
 
 Example:
     >>> unravel_key(("a", ("b", ("c",))))
     ('a', 'b', 'c')
-    >>> unravel_key(("a",))
-    'a'
+    >>> unravel_key(("a",)), unravel_key((0,))
+    ('a', ())
+    >>> isinstance(("a", ("b",)), NestedKey), isinstance((0,), NestedKey)
+    (True, False)
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
-NestedKey = str | tuple["NestedKey", ...]
+
+class _NestedKeyMeta(type):
+    """``isinstance(key, NestedKey)`` tells whether ``key`` is a valid nested key."""
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return bool(_flatten(instance))
+
+
+if TYPE_CHECKING:  # for type checkers, the union it stands for
+    NestedKey = str | tuple["NestedKey", ...]
+else:
+
+    class NestedKey(metaclass=_NestedKeyMeta):
+        """A string or a non-empty, possibly nested tuple of strings; usable in
+        annotations and with ``isinstance``.
+
+        >>> isinstance("a", NestedKey), isinstance(("a", ("b",)), NestedKey)
+        (True, True)
+        >>> isinstance(("a", 1), NestedKey), isinstance((), NestedKey)
+        (False, False)
+        """
 
 
 class InvalidKeyError(KeyError, TypeError):
@@ -21,59 +48,87 @@ class InvalidKeyError(KeyError, TypeError):
         return str(self.args[0])
 
 
-def _flatten_into(key: object, out: list[str]) -> None:
+def _flatten(key: Any) -> tuple[str, ...]:
+    """The strings of ``key`` in order, or ``()`` if ``key`` is not a nested key."""
     if isinstance(key, str):
-        out.append(key)
-    elif isinstance(key, tuple):
-        for part in key:
-            _flatten_into(part, out)
-    else:
-        raise InvalidKeyError(
-            f"keys must be strings or non-empty tuples of strings, got {key!r} "
-            f"of type {type(key).__name__}"
-        )
-
-
-def unravel_key_to_tuple(key: NestedKey) -> tuple[str, ...]:
-    """``key`` as a flat tuple of strings: ``"a"`` -> ``("a",)``.
-
-    >>> unravel_key_to_tuple(("a", ("b",)))
-    ('a', 'b')
-    """
-    if key.__class__ is str:
         return (key,)
+    if not isinstance(key, tuple):
+        return ()
+    if all(part.__class__ is str for part in key):
+        return key
     out: list[str] = []
-    _flatten_into(key, out)
-    if not out:
-        raise InvalidKeyError("an empty tuple is not a valid key")
+    for part in key:
+        strings = _flatten(part)
+        if not strings:
+            return ()
+        out += strings
     return tuple(out)
 
 
-def unravel_key(key: NestedKey) -> NestedKey:
-    """``key`` with nested tuples flattened; a 1-tuple becomes its string.
+def key_to_path(key: NestedKey) -> tuple[str, ...]:
+    """``key`` as a flat tuple of strings; raises :class:`InvalidKeyError` (a KeyError)
+    for anything that is not a nested key.
 
-    >>> unravel_key((("a",), "b"))
-    ('a', 'b')
+    >>> key_to_path(("a", ("b",))), key_to_path("a")
+    (('a', 'b'), ('a',))
     """
-    if key.__class__ is str:
+    path = _flatten(key)
+    if not path:
+        raise InvalidKeyError(
+            "Only NestedKeys are supported: a key must be a string or a non-empty, possibly "
+            f"nested tuple of strings. Got key {key!r}."
+        )
+    return path
+
+
+def unravel_key_to_tuple(key: NestedKey) -> tuple[str, ...]:
+    """``key`` as a flat tuple of strings (``"a"`` -> ``("a",)``), ``()`` if it is not a
+    nested key.
+
+    >>> unravel_key_to_tuple(("a", ("b",))), unravel_key_to_tuple(("a", 0))
+    (('a', 'b'), ())
+    """
+    return _flatten(key)
+
+
+def unravel_key(key: NestedKey) -> NestedKey:
+    """``key`` with nested tuples flattened; a 1-tuple becomes its string, a tuple that is
+    not a nested key becomes ``()``. Raises RuntimeError for neither a string nor a tuple.
+
+    >>> unravel_key((("a",), "b")), unravel_key(("a", ()))
+    (('a', 'b'), ())
+    """
+    if isinstance(key, str):
         return key
-    parts = unravel_key_to_tuple(key)
-    return parts[0] if len(parts) == 1 else parts
+    if not isinstance(key, tuple):
+        raise RuntimeError(f"a key must be a string or a tuple of strings, got {key!r}")
+    path = _flatten(key)
+    return path[0] if len(path) == 1 else path
 
 
 def unravel_key_list(keys: Iterable[NestedKey]) -> list[NestedKey]:
-    """Every key of ``keys`` unravelled.
+    """Every key of the list or tuple ``keys`` unravelled; RuntimeError for an entry that
+    is not a nested key.
 
     >>> unravel_key_list(["a", ("b", ("c",)), ("d",)])
     ['a', ('b', 'c'), 'd']
     """
-    return [unravel_key(key) for key in keys]
+    if not isinstance(keys, (list, tuple)):
+        raise TypeError(f"unravel_key_list expects a list or a tuple of keys, got {type(keys)}")
+    out: list[NestedKey] = []
+    for key in keys:
+        path = _flatten(key)
+        if not path:
+            raise RuntimeError(f"a key must be a string or a non-empty (nested) tuple of "
+                               f"strings, got {key!r}")
+        out.append(path[0] if len(path) == 1 else path)
+    return out
 
 
 def is_nested_key(key: object) -> bool:
-    """True for a string or a non-empty (nested) tuple of strings."""
-    try:
-        unravel_key_to_tuple(key)  # type: ignore[arg-type]
-    except (TypeError, KeyError):
-        return False
-    return True
+    """True for a string or a non-empty (nested) tuple of strings.
+
+    >>> is_nested_key(("a", "b")), is_nested_key(["a"])
+    (True, False)
+    """
+    return bool(_flatten(key))

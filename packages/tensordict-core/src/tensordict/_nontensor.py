@@ -32,8 +32,21 @@ class LinkedList(list):
         return f"LinkedList({list.__repr__(self)})"
 
 
-class NonTensorData(TensorCollection):
-    """One Python object shared by every element of a batch.
+class NonTensorDataBase(TensorCollection):
+    """Base of the non-tensor entries that hold one Python object for a whole batch:
+    :class:`NonTensorData` and :class:`MetaData`.
+
+    >>> [isinstance(entry, NonTensorDataBase) for entry in (NonTensorData(1), MetaData(1))]
+    [True, True]
+    """
+
+    __slots__ = ()
+    _is_non_tensor = True
+
+
+class NonTensorData(NonTensorDataBase):
+    """One Python object shared by every element of a batch (a ``NonTensorData`` given
+    as ``data`` is unwrapped).
 
     >>> data = NonTensorData("hello", batch_size=[2])
     >>> data.data, data.tolist(), data[0].batch_size
@@ -41,7 +54,6 @@ class NonTensorData(TensorCollection):
     """
 
     __slots__ = ("data", "_metadata", "_batch_size", "_device", "_names")
-    _is_non_tensor = True
 
     def __init__(
         self,
@@ -53,7 +65,7 @@ class NonTensorData(TensorCollection):
         device: Any = None,
         names: Sequence[str | None] | None = None,
     ) -> None:
-        self.data = data
+        self.data = data.data if isinstance(data, NonTensorData) else data
         self._metadata = _metadata
         self._batch_size = as_size(batch_size)
         self._device = as_device(device)
@@ -78,8 +90,8 @@ class NonTensorData(TensorCollection):
 
     def _rebatch(self, batch_size: torch.Size, device: Any = None,
                  names: Any = None) -> NonTensorData:
-        return NonTensorData(self.data, self._metadata, batch_size=batch_size,
-                             device=self._device if device is None else device, names=names)
+        return type(self)(self.data, self._metadata, batch_size=batch_size,
+                          device=self._device if device is None else device, names=names)
 
     def _restructure(self, fn: Callable[[torch.Tensor], torch.Tensor],
                      batch_size: torch.Size, names: Any = None) -> NonTensorData:
@@ -97,12 +109,14 @@ class NonTensorData(TensorCollection):
         return result
 
     def to(self, device: Any, *args: Any, **kwargs: Any) -> NonTensorData:
+        if device is None:
+            return self
         return self._rebatch(self._batch_size, device=as_device(device))
 
     def clone(self, recurse: bool = True) -> NonTensorData:
         data = copy.deepcopy(self.data) if recurse else self.data
-        return NonTensorData(data, self._metadata, batch_size=self._batch_size,
-                             device=self._device, names=self._names)
+        return type(self)(data, self._metadata, batch_size=self._batch_size,
+                          device=self._device, names=self._names)
 
     def maybe_to_stack(self) -> NonTensorData | Any:
         """A NonTensorStack with one element per batch element (self when 0-dim).
@@ -138,8 +152,84 @@ class NonTensorData(TensorCollection):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return (f"NonTensorData(data={self.data}, batch_size={self._batch_size}, "
+        return (f"{type(self).__name__}(data={self.data}, batch_size={self._batch_size}, "
                 f"device={self._device})")
+
+
+class MetaData(NonTensorData):
+    """One Python object for the whole batch, kept as one object by stacking.
+
+    Like :class:`NonTensorData`, except that stacking or concatenating entries that
+    hold the same object (``is``) gives one ``MetaData`` of the new batch size, where
+    ``NonTensorData`` would give a ``NonTensorStack``; indexing and reshaping keep a
+    ``MetaData``. ``MetaData[cls]`` is a subclass that accepts only ``cls`` values.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> config = {"lr": 0.1}
+    >>> td = TensorDict(a=torch.zeros(3), batch_size=[3])
+    >>> td["config"] = MetaData(config, batch_size=[3])
+    >>> stacked = torch.stack([td, td])
+    >>> type(stacked.get("config")).__name__, stacked["config"] is config
+    ('MetaData', True)
+    >>> MetaData[str](1)
+    Traceback (most recent call last):
+        ...
+    TypeError: Expected data of type str, got int
+    """
+
+    __slots__ = ()
+    #: The type every value must have (set by ``MetaData[cls]``).
+    _data_type: type | None = None
+    _typed: dict[tuple[type, type], type[MetaData]] = {}
+
+    def __init__(
+        self,
+        data: Any,
+        _metadata: Any = None,
+        _is_non_tensor: bool = True,
+        *,
+        batch_size: Sequence[int] | torch.Size | None = None,
+        device: Any = None,
+        names: Sequence[str | None] | None = None,
+    ) -> None:
+        super().__init__(data, _metadata, batch_size=batch_size, device=device, names=names)
+        expected = self._data_type
+        if expected is not None and not isinstance(self.data, expected):
+            raise TypeError(f"Expected data of type {expected.__name__}, "
+                            f"got {type(self.data).__name__}")
+
+    def __class_getitem__(cls, data_type: type) -> type[MetaData]:
+        key = (cls, data_type)
+        if key not in cls._typed:
+            cls._typed[key] = type(f"MetaData[{data_type.__name__}]", (cls,), {
+                "__slots__": (), "_data_type": data_type, "__module__": cls.__module__,
+                "__qualname__": f"MetaData[{data_type.__qualname__}]"})
+        return cls._typed[key]
+
+
+def merged_non_tensor(values: Sequence[Any], batch_size: torch.Size,
+                      capture: bool) -> NonTensorData | None:
+    """The one entry that stacking or concatenating the non-tensor ``values`` into
+    ``batch_size`` gives, or None when they become a ``NonTensorStack``: ``MetaData``
+    holding the same object stay one ``MetaData``; with ``capture``
+    (:func:`~tensordict.capture_non_tensor_stack`) equal ``NonTensorData`` values
+    become one ``NonTensorData``.
+
+    >>> merged_non_tensor([MetaData(max), MetaData(max)], torch.Size([2]), False)
+    MetaData(data=<built-in function max>, batch_size=torch.Size([2]), device=None)
+    >>> merged_non_tensor([NonTensorData("a"), NonTensorData("a")], torch.Size([2]), False)
+    """
+    from tensordict._stack import same_value
+
+    first = values[0]
+    if isinstance(first, MetaData) and all(
+            type(v) is type(first) and v.data is first.data for v in values):
+        return first._rebatch(torch.Size(batch_size))
+    if capture and all(isinstance(v, NonTensorData) and same_value(v.data, first.data)
+                       for v in values):
+        return NonTensorData(first.data, batch_size=batch_size, device=first.device)
+    return None
 
 
 def __getattr__(name: str) -> Any:

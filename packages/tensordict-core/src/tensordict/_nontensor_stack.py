@@ -25,7 +25,7 @@ from tensordict._base import NO_DEFAULT
 from tensordict._device import _parse_to_args
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._lazy_ops import _moves_elements, restructure
-from tensordict._nontensor import LinkedList, NonTensorData, is_non_tensor
+from tensordict._nontensor import LinkedList, NonTensorData, is_non_tensor, merged_non_tensor
 from tensordict._options import capture_non_tensor_stack
 from tensordict._serialization import allow_weights_only_load
 from tensordict._shapes import as_device, as_size, normalize_index
@@ -217,7 +217,7 @@ class NonTensorStack(LazyStackedTensorDict):
     def to(self, *args: Any, **kwargs: Any) -> NonTensorStack:
         """The stack with its device set (the objects are shared)."""
         device = _parse_to_args(*args, **kwargs)[0]
-        if device is NO_DEFAULT:
+        if device is None:
             return self
         return self._each("to", as_device(device))
 
@@ -278,14 +278,11 @@ def stack_non_tensor(items: Sequence[Any], dim: int = 0, *, out: Any = None) -> 
     items = list(items)
     if not all(is_non_tensor(item) for item in items):
         return NotImplemented
-    first = items[0]
-    if capture_non_tensor_stack() and all(
-            isinstance(v, NonTensorData) and _same(v.data, first.data) for v in items):
-        size = first.batch_size
-        dim %= len(size) + 1
-        return NonTensorData(first.data, batch_size=size[:dim] + (len(items),) + size[dim:],
-                             device=first.device)
-    return NonTensorStack(*items, stack_dim=dim)
+    size = items[0].batch_size
+    dim %= len(size) + 1
+    merged = merged_non_tensor(items, size[:dim] + (len(items),) + size[dim:],
+                               capture_non_tensor_stack())
+    return merged if merged is not None else NonTensorStack(*items, stack_dim=dim)
 
 
 def cat_non_tensor(items: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:
@@ -302,6 +299,11 @@ def cat_non_tensor(items: Sequence[Any], dim: int = 0, *, out: Any = None) -> An
         raise IndexError(f"dim {dim} is out of range to cat non-tensor data of batch size "
                          f"{items[0].batch_size}")
     dim %= ndim
+    size = list(items[0].batch_size)
+    size[dim] = sum(item.batch_size[dim] for item in items)
+    merged = merged_non_tensor(items, torch.Size(size), False)
+    if merged is not None:
+        return merged
     if dim == 0:
         return NonTensorStack(*[piece for item in items for piece in _rows(item)])
     return NonTensorStack(*[cat_non_tensor(row, dim - 1) for row in zip(*map(_rows, items))])

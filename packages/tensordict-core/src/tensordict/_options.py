@@ -1,98 +1,203 @@
-"""Global switches, each usable as a call, a context manager or a decorator.
+"""Global switches: build one, then apply it with ``.set()``, a ``with`` block or as a
+decorator. Building a switch changes nothing.
+
+* ``switch.set()`` changes the option for the rest of the program;
+* ``with switch:`` changes it inside the block and restores the previous value after;
+* ``@switch`` changes it while each call of the decorated function runs.
+
+``lazy_legacy``, ``list_to_stack`` and ``capture_non_tensor_stack`` start unset (their
+getters give the default, or None with ``allow_none=True``) unless the environment
+variables ``LAZY_LEGACY_OP``, ``LIST_TO_STACK`` or ``CAPTURE_NONTENSOR_STACK`` give them
+a value; applying a switch mirrors its value into that variable, so that subprocesses
+inherit it.
 
 Example:
     >>> import tensordict
-    >>> with tensordict.set_lazy_legacy(True):
-    ...     tensordict.lazy_legacy()
-    True
+    >>> switch = tensordict.set_lazy_legacy(True)
     >>> tensordict.lazy_legacy()
     False
+    >>> with switch:
+    ...     tensordict.lazy_legacy()
+    True
+    >>> switch.mode, tensordict.lazy_legacy()
+    (True, False)
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
-_STATE: dict[str, Any] = {
-    "lazy_legacy": False,
-    "list_to_stack": True,
-    "get_defaults_to_none": True,
-    "capture_non_tensor_stack": False,
-    "printoptions": {"compact": True},
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: the default of each boolean option, and the environment variable mirroring it
+_BOOL_OPTIONS: dict[str, tuple[bool, str]] = {
+    "lazy_legacy": (False, "LAZY_LEGACY_OP"),
+    "list_to_stack": (True, "LIST_TO_STACK"),
+    "capture_non_tensor_stack": (False, "CAPTURE_NONTENSOR_STACK"),
 }
 
 
+def _from_env(variable: str) -> bool | None:
+    value = os.environ.get(variable)
+    if value is None:
+        return None
+    return value.strip().lower() not in ("0", "false", "no", "off", "")
+
+
+_STATE: dict[str, Any] = {name: _from_env(env) for name, (_, env) in _BOOL_OPTIONS.items()}
+_STATE["get_defaults_to_none"] = True
+_STATE["printoptions"] = {"compact": True}
+
+
 class _Switch:
-    """Sets one option now; restores the previous value when used as a context."""
+    """A value for one option of ``_STATE``, applied on ``set()``, in ``with`` or as a
+    decorator (each call of the decorated function applies a fresh clone)."""
 
-    def __init__(self, name: str, value: Any) -> None:
-        self._name, self._value = name, value
-        self._previous = _STATE[name]
-        _STATE[name] = value
+    _option: str
 
-    def __enter__(self) -> _Switch:
-        return self
+    def __init__(self, mode: bool) -> None:
+        self.mode = mode
 
-    def __exit__(self, *exc: object) -> None:
-        _STATE[self._name] = self._previous
+    def clone(self) -> Any:
+        """A new switch with the same value (used by the decorator for each call)."""
+        return type(self)(self.mode)
 
-    def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
-        """Decorator use: the option holds only while ``func`` runs."""
-        _STATE[self._name] = self._previous
-        name, value = self._name, self._value
+    def _value(self) -> Any:
+        return bool(self.mode)
 
-        @functools.wraps(func)
+    def _write(self, value: Any) -> None:
+        _STATE[self._option] = value
+        env = _BOOL_OPTIONS.get(self._option)
+        if env is not None:
+            if value is None:
+                os.environ.pop(env[1], None)
+            else:
+                os.environ[env[1]] = str(bool(value))
+
+    def set(self) -> None:
+        """Change the option for the rest of the program."""
+        self._write(self._value())
+
+    def __enter__(self) -> None:
+        self.__dict__.setdefault("_previous", []).append(_STATE[self._option])
+        self.set()
+
+    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+        self._write(self._previous.pop())
+
+    def __call__(self, orig_func: F) -> F:
+        """Decorator use: the option holds while each call of ``orig_func`` runs."""
+
+        @functools.wraps(orig_func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with _Switch(name, value):
-                return func(*args, **kwargs)
+            with self.clone():
+                return orig_func(*args, **kwargs)
 
-        return wrapper
-
-
-def set_lazy_legacy(mode: bool = True) -> _Switch:
-    """Make ``torch.stack`` of TensorDicts lazy, as in tensordict releases before 0.5."""
-    return _Switch("lazy_legacy", bool(mode))
+        return wrapper  # type: ignore[return-value]
 
 
-def lazy_legacy() -> bool:
-    """Whether ``torch.stack`` of TensorDicts gives a lazy stack."""
-    return _STATE["lazy_legacy"]
+def _bool_option(name: str, allow_none: bool) -> bool | None:
+    value = _STATE[name]
+    if value is None and not allow_none:
+        return _BOOL_OPTIONS[name][0]
+    return value
 
 
-def set_list_to_stack(mode: bool = True) -> _Switch:
-    """Whether a list written to a batched key becomes a per-element stack."""
-    return _Switch("list_to_stack", bool(mode))
+class set_lazy_legacy(_Switch):
+    """Make shape ops and ``torch.stack`` of TensorDicts lazy, as before tensordict 0.5.
+
+    >>> import torch, tensordict
+    >>> from tensordict import TensorDict
+    >>> tds = [TensorDict(a=torch.zeros(2)), TensorDict(a=torch.ones(2))]
+    >>> with tensordict.set_lazy_legacy(True):
+    ...     type(torch.stack(tds)).__name__
+    'LazyStackedTensorDict'
+    """
+
+    _option = "lazy_legacy"
+
+def lazy_legacy(allow_none: bool = False) -> bool | None:
+    """Whether ``torch.stack`` of TensorDicts gives a lazy stack (None if never set and
+    ``allow_none``).
+
+    >>> lazy_legacy()
+    False
+    """
+    return _bool_option("lazy_legacy", allow_none)
 
 
-def list_to_stack() -> bool:
-    """Whether a list written to a batched key becomes a per-element stack."""
-    return _STATE["list_to_stack"]
+class set_list_to_stack(_Switch):
+    """Whether a list written to a batched key becomes a per-element stack.
+
+    >>> import tensordict
+    >>> from tensordict import TensorDict
+    >>> with tensordict.set_list_to_stack(True):
+    ...     TensorDict(s=["a", "b"], batch_size=[2])[1]["s"]
+    'b'
+    """
+
+    _option = "list_to_stack"
+
+def list_to_stack(allow_none: bool = False) -> bool | None:
+    """Whether a list written to a batched key becomes a per-element stack.
+
+    >>> list_to_stack()
+    True
+    """
+    return _bool_option("list_to_stack", allow_none)
 
 
-def set_get_defaults_to_none(mode: bool = True) -> _Switch:
-    """Whether ``td.get(missing)`` returns None (True) or raises KeyError (False)."""
-    return _Switch("get_defaults_to_none", bool(mode))
+class set_capture_non_tensor_stack(_Switch):
+    """Whether stacking equal non-tensor values keeps a single value.
+
+    >>> import tensordict
+    >>> with tensordict.set_capture_non_tensor_stack(True):
+    ...     tensordict.capture_non_tensor_stack()
+    True
+    """
+
+    _option = "capture_non_tensor_stack"
+
+def capture_non_tensor_stack(allow_none: bool = False) -> bool | None:
+    """Whether stacking equal non-tensor values keeps a single value.
+
+    >>> capture_non_tensor_stack()
+    False
+    """
+    return _bool_option("capture_non_tensor_stack", allow_none)
+
+
+def set_get_defaults_to_none(set_to_none: bool = True) -> None:
+    """Choose, right away, whether ``td.get(missing)`` returns None (True) or raises
+    KeyError (False). A plain call: not a context manager.
+
+    >>> from tensordict import TensorDict
+    >>> set_get_defaults_to_none(False)
+    >>> try:
+    ...     TensorDict().get("x")
+    ... except KeyError:
+    ...     print("raised")
+    raised
+    >>> set_get_defaults_to_none(True)
+    """
+    _STATE["get_defaults_to_none"] = bool(set_to_none)
 
 
 def get_defaults_to_none() -> bool:
-    """Whether ``td.get(missing)`` returns None."""
+    """Whether ``td.get(missing)`` returns None.
+
+    >>> get_defaults_to_none()
+    True
+    """
     return _STATE["get_defaults_to_none"]
 
 
-def set_capture_non_tensor_stack(mode: bool = True) -> _Switch:
-    """Whether stacking equal non-tensor values keeps a single value."""
-    return _Switch("capture_non_tensor_stack", bool(mode))
-
-
-def capture_non_tensor_stack() -> bool:
-    """Whether stacking equal non-tensor values keeps a single value."""
-    return _STATE["capture_non_tensor_stack"]
-
-
-def set_printoptions(*, compact: bool | None = None) -> _Switch:
-    """Choose the repr layout: compact (default) or the verbose multi-line one.
+class set_printoptions(_Switch):
+    """Choose the repr layout: compact (default) or the verbose multi-line one. Options not
+    passed keep the value they have when the switch is applied.
 
     >>> import torch, tensordict
     >>> td = tensordict.TensorDict(a=torch.zeros(2))
@@ -105,12 +210,24 @@ def set_printoptions(*, compact: bool | None = None) -> _Switch:
         device=None,
         is_shared=False)
     """
-    options = dict(_STATE["printoptions"])
-    if compact is not None:
-        options["compact"] = bool(compact)
-    return _Switch("printoptions", options)
+
+    _option = "printoptions"
+
+    def __init__(self, *, compact: bool | None = None) -> None:
+        self._kwargs = {} if compact is None else {"compact": bool(compact)}
+
+    def clone(self) -> set_printoptions:
+        """A new switch with the same options."""
+        return set_printoptions(**self._kwargs)
+
+    def _value(self) -> dict[str, Any]:
+        return {**_STATE["printoptions"], **self._kwargs}
 
 
 def get_printoptions() -> dict[str, Any]:
-    """The current repr options."""
+    """The current repr options.
+
+    >>> get_printoptions()["compact"]
+    True
+    """
     return dict(_STATE["printoptions"])

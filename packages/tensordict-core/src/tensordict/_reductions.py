@@ -66,6 +66,8 @@ def reduce_leaves(td: Any, name: str, dim: Any = NO_DEFAULT, keepdim: bool = Fal
             raise ValueError(f"dim must be batch dims or 'feature', got {dim!r}")
 
         def feature(x: Any) -> Any:
+            if getattr(x, "_is_non_tensor", False):
+                return x
             if not isinstance(x, _Tensor):  # a sub-TensorDict: its own batch dims are kept
                 return reduce_leaves(x, name, "feature", keepdim, **kwargs)
             dims = tuple(range(ndim, x.ndim))

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import MetaData, NonTensorData
 from tensordict._options import get_printoptions
 
 _LINE_WIDTH = 80
@@ -40,7 +40,8 @@ def _compact_entry(value: Any, batch_ndim: int, device: torch.device | None) -> 
         return text
     if getattr(value, "_is_non_tensor", False):
         data = getattr(value, "data", None)
-        shown = type(data) if isinstance(value, NonTensorData) else type(value)
+        plain = isinstance(value, NonTensorData) and not isinstance(value, MetaData)
+        shown = type(data) if plain else type(value)
         return shown.__name__
     if hasattr(type(value), "_compact_nested_repr"):  # tensorclasses, lazy stacks
         return value._compact_nested_repr(batch_ndim)

@@ -20,7 +20,7 @@ import torch
 from tensordict import errors
 from tensordict._base import NO_DEFAULT, TensorDictBase
 from tensordict._keys import is_leaf_nontensor
-from tensordict._nested_key import NestedKey, unravel_key, unravel_key_to_tuple
+from tensordict._nested_key import NestedKey, key_to_path, unravel_key
 from tensordict._nontensor import unwrap_non_tensor
 from tensordict._shapes import as_size
 
@@ -53,7 +53,7 @@ class RestructureMixin:
         """
         out = self._empty_like_self()
         for key in keys:
-            path = (key,) if key.__class__ is str else unravel_key_to_tuple(key)
+            path = (key,) if key.__class__ is str else key_to_path(key)
             value = self._get_path(path, NO_DEFAULT if strict else None)
             if value is None:
                 continue
@@ -70,7 +70,7 @@ class RestructureMixin:
 
     def exclude(self, *keys: NestedKey, inplace: bool = False) -> Any:
         """A TensorDict without ``keys``."""
-        paths = [unravel_key_to_tuple(k) for k in keys]
+        paths = [key_to_path(k) for k in keys]
 
         def rule(path: tuple[str, ...], value: Any) -> str:
             if any(path[: len(p)] == p for p in paths):
@@ -135,7 +135,7 @@ class RestructureMixin:
             raise errors.locked("rename an entry of a")
         value = self._get_path(old_key)
         self.del_(old_key)
-        path = unravel_key_to_tuple(new_key)
+        path = key_to_path(new_key)
         self._parent_of(path, create=True)._set_str(path[-1], value, inplace=False, validated=True)
         return self
 
@@ -154,7 +154,7 @@ class RestructureMixin:
 
     def create_nested(self, key: NestedKey) -> Any:
         """Insert an empty sub-TensorDict at ``key``; returns self."""
-        path = unravel_key_to_tuple(key)
+        path = key_to_path(key)
         parent = self._parent_of(path, create=True)
         parent._set_str(path[-1], parent._empty_child(), inplace=False, validated=True)
         return self

@@ -115,8 +115,9 @@ class SerializationMixin:
 
         Tensors are copied into the existing leaves unless ``assign=True``. With
         ``strict=True`` the tensor keys must match exactly; otherwise missing keys are
-        left alone and new ones are added. Non-tensor entries of the metadata are
-        written too. Everything is checked before anything is written.
+        left alone and new ones are added. The batch sizes recorded in the metadata are
+        restored (the device is not), and non-tensor entries of the metadata are
+        written too. The keys and shapes are checked before anything is written.
 
         Args:
             state_dict: flat (``"a.b"`` keys) or nested mapping of tensors.
@@ -131,6 +132,8 @@ class SerializationMixin:
         >>> _ = td.load_state_dict({"a": torch.ones(2), "n.b": torch.ones(2)})
         >>> td["n", "b"]
         tensor([1., 1.])
+        >>> TensorDict().load_state_dict(td.state_dict(), strict=False).batch_size
+        torch.Size([2])
         """
         tensors = _flat_tensors(state_dict)
         metadata = getattr(state_dict, "_metadata", {}) or {}
@@ -155,11 +158,17 @@ class SerializationMixin:
                                        f"the state dict but {target.shape} here")
         from tensordict._td import TensorDict
 
-        source = TensorDict._new_unsafe({}, torch.Size([]))
+        sizes = {path: meta["batch_size"] for path, meta in metadata.items()
+                 if "non_tensor" not in meta and "batch_size" in meta}
+        source = TensorDict._new_unsafe({}, torch.Size(sizes.get("", ())))
+        for path in sorted((p for p in sizes if p), key=lambda p: p.count(".")):
+            source.set(tuple(path.split(".")), TensorDict(batch_size=sizes[path]))
         for path, tensor in tensors.items():
             source.set(path, tensor)
         for path, value in non_tensor.items():
             source.set(path, value)
+        if "" in sizes and self.batch_size != source.batch_size:
+            self.batch_size = source.batch_size
         with torch.no_grad():
             self.update(source, inplace=not assign)
         return self

@@ -106,12 +106,12 @@ def combine_non_tensor(values: Sequence[Any], positions_op: Callable[[list[_Tens
                        batch_size: torch.Size, merge_equal: bool) -> Any:
     """Stack or cat non-tensor entries (``positions_op`` combines their index tensors);
     equal ``NonTensorData`` values stay one value if ``merge_equal``."""
-    from tensordict._nontensor import NonTensorData, NonTensorStack
+    from tensordict._nontensor import NonTensorStack, merged_non_tensor
 
+    merged = merged_non_tensor(values, batch_size, merge_equal)
+    if merged is not None:
+        return merged
     first = values[0]
-    if merge_equal and all(isinstance(v, NonTensorData) for v in values):
-        if all(same_value(v.data, first.data) for v in values):
-            return NonTensorData(first.data, batch_size=batch_size, device=first.device)
     flat: list[Any] = []
     positions = []
     for value in values:

@@ -139,15 +139,22 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
 
     @batch_size.setter
     def batch_size(self, value: Sequence[int] | torch.Size | int) -> None:
+        """A sub-TensorDict whose batch size is a prefix of the new one is widened to it
+        (so an empty ``{}`` entry follows its parent)."""
         new = as_size(value)
+        widen = []
         for key, entry in self._tensordict.items():
             shape = entry.batch_size if is_tensor_collection(entry) else entry.shape
             if shape[: len(new)] != new:
                 if getattr(entry, "_is_non_tensor", False) and len(shape) <= len(new):
                     continue
+                if is_tensor_collection(entry) and new[: len(shape)] == shape:
+                    widen.append(entry)
+                    continue
                 raise RuntimeError(
                     f"cannot set batch_size to {new}: entry {key!r} has shape {shape}"
                 )
+        _widen(widen, new)
         for key, entry in self._tensordict.items():
             if getattr(entry, "_is_non_tensor", False):
                 self._tensordict[key] = entry._rebatch(new)
@@ -392,3 +399,16 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
     def __repr__(self) -> str:
         return tensordict_repr(self)
 
+
+def _widen(children: list[Any], batch_size: torch.Size) -> None:
+    """Give each sub-collection ``batch_size``; if one cannot take it, the ones already
+    widened get their batch size back and the error propagates."""
+    done: list[tuple[Any, torch.Size]] = []
+    try:
+        for child in children:
+            done.append((child, child.batch_size))
+            child.batch_size = batch_size
+    except RuntimeError:
+        for child, size in done:
+            child.batch_size = size
+        raise

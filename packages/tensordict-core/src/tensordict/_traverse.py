@@ -14,6 +14,8 @@ Example:
     12.0
     >>> td.named_apply(lambda key, x: x if key == "a" else None)
     TensorDict(batch_size=[2], fields={a: f32[]})
+    >>> td.named_apply(lambda key, x: None) is None  # everything filtered out
+    True
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from typing import Any
 
 import torch
 
-from tensordict._base import NO_DEFAULT
+from tensordict import errors
+from tensordict._base import NO_DEFAULT, is_tensor_collection
 from tensordict._shapes import as_device, as_size
 
 _Tensor = torch.Tensor
@@ -53,16 +56,20 @@ class TraverseMixin:
     ) -> Any:
         parent_ndim = len(self._batch_size)
         out: dict[str, Any] = {}
+        kept = 0
         for key, value in self._tensordict.items():
             if others:
                 other_values = [_entry(other, key, default) for other in others]
             else:
                 other_values = ()
+            if named:
+                key_arg = (prefix + (key,) if nested_keys and prefix else key,)
             if value.__class__ is _Tensor or isinstance(value, _Tensor):
-                if named:
-                    new = fn(prefix + (key,) if nested_keys else key, value, *other_values)
-                else:
-                    new = fn(value, *other_values)
+                new = fn(*key_arg, value, *other_values) if named else fn(value, *other_values)
+            elif (call_on_nested or (is_leaf is not None and is_leaf(type(value)))) and not (
+                    batch_size is not None and getattr(value, "_is_non_tensor", False)):
+                # non-tensor data go to fn too, except in shape ops (moved with the batch)
+                new = fn(*key_arg, value, *other_values) if named else fn(value, *other_values)
             elif getattr(value, "_is_non_tensor", False):
                 if batch_size is not None:
                     child_size = batch_size + value.batch_size[parent_ndim:]
@@ -71,9 +78,6 @@ class TraverseMixin:
                     new = value
                 if device is not NO_DEFAULT and new.device != device:
                     new = new.to(device)
-            elif call_on_nested or (is_leaf is not None and is_leaf(type(value))):
-                key_arg = (prefix + (key,) if nested_keys else key,) if named else ()
-                new = fn(*key_arg, value, *other_values)
             else:
                 child_size = (
                     None if batch_size is None else batch_size + value.batch_size[parent_ndim:]
@@ -88,15 +92,16 @@ class TraverseMixin:
                     default=default, named=named, nested_keys=nested_keys,
                     prefix=prefix + (key,), filter_empty=filter_empty, is_leaf=is_leaf,
                 )
-                if not inplace and filter_empty is not False and _emptied(value, new):
-                    new = None
             if new is None:
                 continue
+            kept += 1
             if inplace:
                 if new is not value:
                     _write_back(self, key, value, new)
             else:
                 out[key] = new
+        if not kept and _filtered(filter_empty, bool(self._tensordict)):
+            return None
         if inplace:
             return self
         if names is NO_DEFAULT:
@@ -123,12 +128,15 @@ class TraverseMixin:
         inplace: bool = False,
         default: Any = NO_DEFAULT,
         filter_empty: bool | None = None,
+        propagate_lock: bool = False,
         call_on_nested: bool = False,
         is_leaf: Callable[[type], bool] | None = None,
+        out: Any = None,
         **constructor_kwargs: Any,
     ) -> Any:
         """A TensorDict of ``fn(leaf, *other_leaves)``; leaves for which fn returns None
-        are dropped.
+        are dropped, and so are the sub-TensorDicts this empties. None if the result is
+        empty (with ``filter_empty=None``, only if it had entries before).
 
         Args:
             fn: called on every tensor leaf (with the leaves at the same key of
@@ -136,25 +144,81 @@ class TraverseMixin:
             *others: TensorDicts with the same structure.
             batch_size, device, names: of the result, if fn changes them.
             inplace: write the results back into this TensorDict.
-            default: used for keys missing in ``others`` (otherwise KeyError).
-            filter_empty: drop sub-TensorDicts left empty (default True).
-            call_on_nested: call fn on sub-TensorDicts instead of recursing.
+            default: used for keys missing in ``others`` (otherwise KeyError), and for
+                every leaf under a sub-TensorDict they lack.
+            filter_empty: True: drop every empty sub-TensorDict of the result; None (the
+                default): only those fn emptied; False: keep them all.
+            propagate_lock: lock the result if this TensorDict is locked.
+            call_on_nested: call fn on sub-TensorDicts and non-tensor data instead of
+                recursing (or keeping them).
+            is_leaf: ``is_leaf(type(entry))`` tells which entries besides tensors fn
+                receives.
+            out: write the results into this collection (in place) and return it.
 
         >>> td = TensorDict({"a": torch.zeros(2), "b": torch.ones(2)}, [2])
         >>> td.apply(lambda x, y: x + y, td)["b"]
         tensor([2., 2.])
+        >>> td.apply(lambda x: None) is None
+        True
         """
         if constructor_kwargs:
             raise TypeError(f"unexpected arguments {sorted(constructor_kwargs)}")
+        result = self._fast_apply(
+            fn, *others, batch_size=batch_size, device=device, names=names, inplace=inplace,
+            default=default, filter_empty=filter_empty, propagate_lock=propagate_lock,
+            call_on_nested=call_on_nested, is_leaf=is_leaf, out=out,
+        )
+        if result is not None and not inplace and out is None:
+            _check_batch_dims(result)
+        return result
+
+    def _fast_apply(
+        self,
+        fn: Callable[..., Any],
+        *others: Any,
+        batch_size: Sequence[int] | None = None,
+        device: Any = NO_DEFAULT,
+        names: Sequence[str | None] | None = NO_DEFAULT,
+        inplace: bool = False,
+        call_on_nested: bool = False,
+        default: Any = NO_DEFAULT,
+        named: bool = False,
+        nested_keys: bool = False,
+        filter_empty: bool | None = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        propagate_lock: bool = False,
+        out: Any = None,
+        num_threads: int = 0,
+        checked: bool = True,
+        **constructor_kwargs: Any,
+    ) -> Any:
+        """:meth:`apply` (keys first with ``named``, as tuples below the top level with
+        ``nested_keys``), without checking its arguments and keeping empty sub-TensorDicts
+        by default. ``num_threads``, ``checked`` and constructor keywords are accepted for
+        compatibility with upstream callers and ignored.
+
+        >>> td = TensorDict({"a": torch.zeros(2), "n": {"b": torch.ones(2)}}, [2])
+        >>> td._fast_apply(lambda k, x: print(k), named=True, nested_keys=True)
+        a
+        ('n', 'b')
+        TensorDict(batch_size=[2], fields={n: {}})
+        """
         size = None if batch_size is None else as_size(batch_size)
-        dev = NO_DEFAULT if device is NO_DEFAULT else as_device(device)
         if size is not None and names is NO_DEFAULT:
             names = None
-        return self._apply_nest(
-            fn, *others, batch_size=size, names=names, device=dev, inplace=inplace,
+        result = self._apply_nest(
+            fn, *others, batch_size=size, names=names, inplace=inplace,
+            device=device if device is NO_DEFAULT else as_device(device),
             default=default, filter_empty=filter_empty, call_on_nested=call_on_nested,
-            is_leaf=is_leaf,
+            named=named, nested_keys=nested_keys, is_leaf=is_leaf,
         )
+        if out is not None:
+            if result is not None:
+                out.update_(result)
+            return out
+        if propagate_lock and result is not None and self.is_locked:
+            result.lock_()
+        return result
 
     def apply_(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
         """Like :meth:`apply`, writing each result into the existing leaf.
@@ -172,25 +236,37 @@ class TraverseMixin:
         *others: Any,
         nested_keys: bool = False,
         batch_size: Sequence[int] | None = None,
+        device: Any = NO_DEFAULT,
         names: Any = NO_DEFAULT,
         inplace: bool = False,
         default: Any = NO_DEFAULT,
         filter_empty: bool | None = None,
-        **kwargs: Any,
+        propagate_lock: bool = False,
+        call_on_nested: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        out: Any = None,
+        **constructor_kwargs: Any,
     ) -> Any:
-        """Like :meth:`apply`, with the key passed first (a tuple path with
-        ``nested_keys=True``).
+        """Like :meth:`apply`, with the key passed first: the entry's own key, or with
+        ``nested_keys=True`` its path (a string at the top level, a tuple below).
 
-        >>> td = TensorDict({"n": {"a": torch.zeros(())}})
-        >>> td.named_apply(lambda k, x: print(k), nested_keys=True)
-        ('n', 'a')
-        TensorDict(batch_size=[], fields={})
+        >>> td = TensorDict({"a": torch.zeros(()), "n": {"b": torch.zeros(())}})
+        >>> td.named_apply(lambda k, x: print(k), nested_keys=True) is None
+        a
+        ('n', 'b')
+        True
         """
-        size = None if batch_size is None else as_size(batch_size)
-        return self._apply_nest(
-            fn, *others, named=True, nested_keys=nested_keys, batch_size=size,
-            names=names, inplace=inplace, default=default, filter_empty=filter_empty, **kwargs,
+        if constructor_kwargs:
+            raise TypeError(f"unexpected arguments {sorted(constructor_kwargs)}")
+        result = self._fast_apply(
+            fn, *others, named=True, nested_keys=nested_keys, batch_size=batch_size,
+            device=device, names=names, inplace=inplace, default=default,
+            filter_empty=filter_empty, propagate_lock=propagate_lock,
+            call_on_nested=call_on_nested, is_leaf=is_leaf, out=out,
         )
+        if result is not None and not inplace and out is None:
+            _check_batch_dims(result)
+        return result
 
     def _tensor_leaves(self) -> list[_Tensor]:
         """The tensor leaves, in traversal order (see :meth:`_from_leaves`)."""
@@ -204,7 +280,37 @@ class TraverseMixin:
         return self._apply_nest(lambda _: next(it), filter_empty=False, **kwargs)
 
 
+def _filtered(filter_empty: bool | None, had_entries: bool) -> bool:
+    """Whether a traversal result with no entry left is dropped (None): always with
+    ``filter_empty=True``, when fn emptied it with None, never with False."""
+    return bool(filter_empty) or (filter_empty is None and had_entries)
+
+
+def _check_batch_dims(td: Any, path: tuple[str, ...] = ()) -> None:
+    """Raise, naming the key, if a tensor of an ``apply`` result does not start with the
+    batch size of the TensorDict holding it."""
+    parts = getattr(td, "tensordicts", None)
+    if parts is not None:  # a lazy stack: its parts hold the entries
+        for part in parts:
+            _check_batch_dims(part, path)
+        return
+    batch = td.batch_size
+    ndim = len(batch)
+    entries = getattr(td, "_tensordict", None)
+    items = entries.items() if entries.__class__ is dict else (
+        (key, td._get_str(key)) for key in td._keys_str())
+    for key, value in items:
+        if value.__class__ is _Tensor or isinstance(value, _Tensor):
+            shape = value.shape if ndim and not value.is_nested else batch
+            if (not shape or shape[0] != batch[0]) if ndim == 1 else shape[:ndim] != batch:
+                raise errors.batch_mismatch(path + (key,) if path else key, value.shape, batch)
+        elif is_tensor_collection(value) and not getattr(value, "_is_non_tensor", False):
+            _check_batch_dims(value, path + (key,))
+
+
 def _entry(other: Any, key: str, default: Any) -> Any:
+    if other is default:  # under a sub-TensorDict ``other`` lacks: default everywhere
+        return default
     if isinstance(other, dict):
         value = other.get(key, default)
     else:
@@ -212,12 +318,6 @@ def _entry(other: Any, key: str, default: Any) -> Any:
     if value is NO_DEFAULT:
         raise KeyError(f"key {key!r} is missing from one of the TensorDicts passed to apply")
     return value
-
-
-def _emptied(old: Any, new: Any) -> bool:
-    """Whether a traversal dropped every entry of a non-empty sub-TensorDict."""
-    new_empty = next(iter(new._keys_str()), None) is None
-    return new_empty and next(iter(old._keys_str()), None) is not None
 
 
 def _write_back(td: Any, key: str, old: Any, new: Any) -> None:

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import os
@@ -49,7 +50,11 @@ PROVIDED_BY: dict[str, str] = {
         ),
         "memmap",
     ),
-    **dict.fromkeys(("tensorclass", "TensorClass", "is_tensorclass"), "tensorclass"),
+    **dict.fromkeys(
+        ("tensorclass", "TensorClass", "MetaData", "NonTensorDataBase", "TensorAttrs",
+         "from_dataclass"),
+        "tensorclass",
+    ),
     **dict.fromkeys(("TensorDictParams",), "nn"),
     **dict.fromkeys(
         (
@@ -59,6 +64,15 @@ PROVIDED_BY: dict[str, str] = {
         ),
         "distributed",
     ),
+}
+
+
+#: Classes that import without their plugin, as upstream's import without their optional
+#: dependency (TorchRL imports them at module level): using one raises the install hint.
+IMPORTABLE_WITHOUT_PLUGIN: dict[str, str] = {
+    "PersistentTensorDict": "h5",
+    "TensorDictStore": "redis",
+    "LazyStackedTensorDictStore": "redis",
 }
 
 
@@ -277,7 +291,31 @@ def top_level_name(name: str) -> Any:
         return _resolve(names[name])
     if name in PROVIDED_BY:
         raise MissingPluginError(install_hint(f"tensordict.{name}", PROVIDED_BY[name]))
+    if name in IMPORTABLE_WITHOUT_PLUGIN:
+        return _missing_class(name)
     raise AttributeError(f"module 'tensordict' has no attribute {name!r}")
+
+
+class _MissingClassMeta(type):
+    """A class whose plugin is absent: calling it or reading an attribute names the
+    package to install; ``isinstance`` checks against it are simply False."""
+
+    def _hint(cls) -> MissingPluginError:
+        extra = IMPORTABLE_WITHOUT_PLUGIN[cls.__name__]
+        return MissingPluginError(install_hint(f"tensordict.{cls.__name__}", extra))
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        raise cls._hint()
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise cls._hint()
+
+
+@functools.cache
+def _missing_class(name: str) -> type:
+    return _MissingClassMeta(name, (), {"__module__": "tensordict"})
 
 
 def method(name: str) -> Callable[..., Any] | None:
@@ -314,7 +352,7 @@ def missing_method_error(owner: str, name: str) -> AttributeError:
 
 #: Subpackages of ``tensordict`` that plugin distributions provide.
 SUBPACKAGES = {"memmap": "memmap", "nn": "nn", "tensorclasses": "tensorclass",
-               "distributed": "distributed"}
+               "tensorclass": "tensorclass", "distributed": "distributed"}
 
 
 class _MissingSubpackageFinder:

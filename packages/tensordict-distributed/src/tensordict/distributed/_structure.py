@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, unravel_key_to_tuple
 
 Path = tuple[str, ...]
 Leaf = tuple[Path, tuple[int, ...], str]
@@ -65,8 +65,9 @@ def collect(td: TensorDictBase) -> tuple[list[tuple[Path, torch.Tensor]],
 
     def walk(node: TensorDictBase, prefix: Path) -> None:
         if type(node) is not TensorDict:  # lazy stacks...: their own traversal
-            node._apply_nest(lambda path, x: tensors.append((prefix + path, x)), named=True,
-                             nested_keys=True, filter_empty=False)
+            node._apply_nest(
+                lambda path, x: tensors.append((prefix + unravel_key_to_tuple(path), x)),
+                named=True, nested_keys=True, filter_empty=False)
             others.extend((prefix + ((k,) if isinstance(k, str) else k), v)
                           for k, v in node.non_tensor_items(include_nested=True))
             return

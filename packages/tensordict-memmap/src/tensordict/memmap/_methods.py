@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from tensordict._nested_key import NestedKey, unravel_key_to_tuple
+from tensordict._nested_key import NestedKey, key_to_path
 from tensordict.memmap import _layout, _load, _save, _state
 from tensordict.memmap._tensor import MemoryMappedTensor
 
@@ -267,7 +267,7 @@ saved_path = property(_saved_path)
 # -- adding one leaf to a memmapped collection ---------------------------------------------------
 def _new_leaf(self: Any, key: NestedKey, robust_key: bool | None,
               make: Any) -> MemoryMappedTensor:
-    path = unravel_key_to_tuple(key)
+    path = key_to_path(key)
     td = _target(self)
     parent = td._get_path(path[:-1]) if len(path) > 1 else td
     if not _state.is_memmap(parent):

@@ -1,0 +1,11 @@
+"""Upstream's ``tensordict._tensorcollection`` module path (TorchRL imports it).
+
+>>> from tensordict._tensorcollection import TensorCollection
+>>> from tensordict import TensorDict
+>>> isinstance(TensorDict(), TensorCollection)
+True
+"""
+
+from tensordict._base import TensorCollection
+
+__all__ = ["TensorCollection"]
