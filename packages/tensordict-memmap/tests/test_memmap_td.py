@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 import tensordict
+import tensordict.utils
 from tensordict import MemoryMappedTensor, NonTensorData, NonTensorStack, TensorDict, plugins
 
 
@@ -130,7 +131,7 @@ def test_threads_and_future(tmp_path):
     _assert_same_leaves(threaded, serial)
     assert threaded.is_locked and threaded.is_memmap()
     future = td.memmap(tmp_path / "future", num_threads=2, return_early=True)
-    assert isinstance(future, tensordict.TensorDictFuture)
+    assert isinstance(future, tensordict.utils.TensorDictFuture)
     result = future.result()
     assert future.done() and result.is_memmap()
     _assert_same_leaves(result, td)

@@ -24,7 +24,9 @@ class TensorDictFuture:
     Args:
         futures: the writes to wait for (:class:`concurrent.futures.Future`, or any
             object with a ``result()`` or ``wait()`` method).
-        resulting_td: the TensorDict :meth:`result` returns once they are done.
+        resulting_td: the TensorDict :meth:`result` returns once they are done; when
+            None, :meth:`result` returns what the last future returns (work that builds
+            its TensorDict at the end, such as an asynchronous ``memmap``).
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -37,7 +39,11 @@ class TensorDictFuture:
         self.futures = futures
         self.resulting_td = resulting_td
 
-    def result(self) -> Any:
+    def done(self) -> bool:
+        """Whether every write has finished."""
+        return all(future.done() for future in self.futures)
+
+    def result(self, timeout: float | None = None) -> Any:
         """Wait for every write, re-raise the first failure, and return the TensorDict.
 
         >>> from concurrent.futures import Future
@@ -48,9 +54,10 @@ class TensorDictFuture:
         ...
         ValueError: disk full
         """
+        value = None
         for future in self.futures:
             if hasattr(future, "result"):
-                future.result()
+                value = future.result(timeout)
             else:
                 future.wait()
-        return self.resulting_td
+        return value if self.resulting_td is None else self.resulting_td

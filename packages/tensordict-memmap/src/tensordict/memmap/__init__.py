@@ -26,11 +26,10 @@ from tensordict.memmap._methods import load_memmap_function as load
 from tensordict.memmap._methods import load_memmap_function as load_memmap
 from tensordict.memmap._methods import memmap_function as memmap
 from tensordict.memmap._methods import memmap_function as save
-from tensordict.memmap._save import TensorDictFuture
 from tensordict.memmap._tensor import MemoryMappedTensor
 from tensordict.memmap._version import __version__ as __version__
 
-__all__ = ["MemmapBackend", "MemoryMappedTensor", "TensorDictFuture", "load", "load_memmap",
+__all__ = ["MemmapBackend", "MemoryMappedTensor", "load", "load_memmap",
            "memmap", "save"]
 
 

@@ -15,7 +15,6 @@ from tensordict.plugins import hookimpl
 def tensordict_top_level_names() -> dict[str, Any]:
     return {
         "MemoryMappedTensor": "tensordict.memmap:MemoryMappedTensor",
-        "TensorDictFuture": "tensordict.memmap:TensorDictFuture",
         "memmap": "tensordict.memmap:memmap",
         "load_memmap": "tensordict.memmap:load_memmap",
         "save": "tensordict.memmap:save",

@@ -23,12 +23,13 @@ import json
 import os
 import pickle
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from tensordict._futures import TensorDictFuture
 from tensordict.memmap import _layout, _nested, _state
 from tensordict.memmap._shared_non_tensor import SharedNonTensorData
 from tensordict.memmap._tensor import MemoryMappedTensor, file_id
@@ -81,29 +82,6 @@ class _Node:
     keep: set[str] = field(default_factory=set)  # the names this save writes in the folder
     stale: set[str] = field(default_factory=set)  # what an earlier save wrote there
     share: bool = False  # build a SharedNonTensorData reading its value from meta.json
-
-
-class TensorDictFuture:
-    """The pending result of ``memmap(..., num_threads>0, return_early=True)``.
-
-    >>> import tempfile, torch
-    >>> from tensordict import TensorDict
-    >>> future = TensorDict(a=torch.ones(2)).memmap(tempfile.mkdtemp(), num_threads=1,
-    ...                                              return_early=True)
-    >>> future.result()["a"]
-    MemoryMappedTensor([1., 1.])
-    """
-
-    def __init__(self, future: Future[Any]) -> None:
-        self._future = future
-
-    def result(self, timeout: float | None = None) -> Any:
-        """Wait for the save to finish and return the memmapped collection."""
-        return self._future.result(timeout)
-
-    def done(self) -> bool:
-        """Whether the save has finished."""
-        return self._future.done()
 
 
 # -- planning ----------------------------------------------------------------------------------
@@ -396,7 +374,7 @@ def save(collection: Any, prefix: str | os.PathLike[str] | None, *, copy_existin
     if return_early:
         done = pool.submit(wait_and_finish)  # queued after every job: no deadlock
         pool.shutdown(wait=False)
-        return TensorDictFuture(done)
+        return TensorDictFuture([done], None)
     try:
         return wait_and_finish()
     finally:
