@@ -427,3 +427,57 @@ def test_ragged_lazy_stack_takes_one_value_per_part():
     with pytest.raises(RuntimeError, match="locked"):
         stack["x"] = [torch.zeros(2), torch.zeros(3)]
     assert shapes(stack) == [[0, 0], [0, 0, 0]]
+
+
+# -- what TorchRL's collectors, losses and specs call ---------------------------------------
+def test_apply_named_passes_keys_like_named_apply():
+    td = TensorDict(a=torch.zeros(2), b=torch.ones(2), batch_size=[2])
+    out = td.apply(lambda name, x: x + 1 if name == "a" else None, named=True,
+                   filter_empty=True, default=None)
+    assert list(out.keys()) == ["a"] and torch.equal(out["a"], torch.ones(2))
+
+
+def test_get_accepts_the_lazy_stack_read_options_on_a_dense_tensordict():
+    td = TensorDict(a=torch.zeros(2, 3), batch_size=[2])
+    assert td.get("a", None, as_padded_tensor=True, padding_value=1.0) is td["a"]
+    assert td.get("missing", None, as_list=True) is None
+    with pytest.raises(TypeError, match="unexpected"):
+        td.get("a", None, no_such_option=True)
+
+
+def test_to_module_accepts_preserve_module_state():
+    module = torch.nn.Linear(2, 2).eval()
+    zeros = TensorDict.from_module(module).apply(torch.zeros_like)
+    with zeros.to_module(module, preserve_module_state=False):
+        assert torch.equal(module.weight, torch.zeros(2, 2)) and not module.training
+    assert not torch.equal(module.weight, torch.zeros(2, 2))
+
+
+def test_has_names():
+    td = TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3])
+    assert not td._has_names()
+    td.refine_names(None, "time")
+    assert td._has_names()
+
+
+def test_stacked_names_are_a_tuple_so_vmap_can_extend_them():
+    td = TensorDict(x=torch.ones(3, 4), batch_size=[3], names=["time"])
+    stacked = torch.stack([td, td.clone()])
+    assert stacked.names == [None, "time"]
+    out = torch.vmap(lambda t: t.set("y", t["x"].sum(-1, keepdim=True)), (0,))(stacked)
+    assert out["y"].shape == (2, 3, 1)
+
+
+def test_apply_nest_takes_a_list_batch_size():
+    td = TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3])
+    out = td._apply_nest(lambda x: x[0], batch_size=[3])
+    assert out.batch_size.__class__ is torch.Size and out.batch_size == (3,)
+
+
+def test_shape_of_tensors_collections_and_nested_tensors():
+    from tensordict.utils import _shape
+
+    assert _shape(torch.zeros(2, 3)) == (2, 3)
+    assert _shape(TensorDict(batch_size=[4])) == (4,)
+    nested = torch.nested.nested_tensor([torch.zeros(2, 4), torch.zeros(3, 4)])
+    assert _shape(nested) == (2, -1, 4)

@@ -35,6 +35,13 @@ from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 from tensordict._options import get_defaults_to_none
 from tensordict._restructure import RestructureMixin, _is_node
 
+#: How a lazy stack reads entries of different shapes (``get(key, as_list=True)``...);
+#: a dense collection, whose values already are one tensor, accepts and ignores them.
+_STACK_READ_OPTIONS = frozenset(
+    ("as_list", "as_padded_tensor", "as_nested_tensor", "padding_side", "layout",
+     "padding_value")
+)
+
 
 class DictMixin(RestructureMixin, MetadataMixin):
     """Mapping behaviour over nested keys (reading, writing, deleting, updating)."""
@@ -102,8 +109,9 @@ class DictMixin(RestructureMixin, MetadataMixin):
         (tensor([0.]), None, 0)
         """
         default = kwargs.pop("default", args[0] if args else NO_DEFAULT)
-        if kwargs:
-            raise TypeError(f"get() got unexpected arguments {sorted(kwargs)}")
+        unexpected = kwargs.keys() - _STACK_READ_OPTIONS
+        if unexpected:
+            raise TypeError(f"get() got unexpected arguments {sorted(unexpected)}")
         if default is NO_DEFAULT and get_defaults_to_none():
             default = None
         return self._get_path(key, default)

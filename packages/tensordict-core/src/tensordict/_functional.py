@@ -121,6 +121,7 @@ class FunctionalMixin:
     def to_module(self, module: nn.Module, *, inplace: bool | None = None,
                   return_swap: bool = True, swap_dest: TensorDictBase | None = None,
                   use_state_dict: bool = False, non_blocking: bool = False,
+                  preserve_module_state: bool = True,
                   memo: dict[int, Any] | None = None) -> Any:
         """Put the tensors of this TensorDict into ``module``; returns what they replaced.
 
@@ -140,6 +141,8 @@ class FunctionalMixin:
             use_state_dict: load through ``module.load_state_dict`` (hooks apply);
                 copies unless ``inplace=False`` is given.
             non_blocking: for the copies of ``inplace``.
+            preserve_module_state: accepted for upstream's signature: only tensors are
+                swapped, so the module's other state (``training``, hooks) is always kept.
             memo: internal, tracks modules met twice (shared submodules).
 
         >>> import torch

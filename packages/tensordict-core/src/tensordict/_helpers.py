@@ -73,6 +73,26 @@ def expand_as_right(tensor: Any, dest: Any) -> Any:
     return expand_right(tensor, dest.shape)
 
 
+def _shape(tensor: Any, nested_shape: bool = False) -> torch.Size:
+    """The shape of a tensor or a collection's batch size; a nested tensor gives ``-1``
+    where its components differ (or, with ``nested_shape``, its nested size tensor).
+
+    >>> _shape(torch.zeros(2, 3))
+    torch.Size([2, 3])
+    """
+    if not isinstance(tensor, torch.Tensor):
+        return tensor.shape
+    if not tensor.is_nested or tensor.layout is torch.jagged:  # jagged shapes are symbolic
+        return tensor.shape
+    if nested_shape:
+        return tensor._nested_tensor_size()
+    sizes = tensor._nested_tensor_size()
+    ragged = (sizes != sizes[:1]).any(0)
+    return torch.Size([sizes.shape[0]] + [
+        -1 if differs else int(size) for differs, size in zip(ragged.tolist(), sizes[0].tolist())
+    ])
+
+
 def _maybe_correct_neg_dim(dim: int, shape: torch.Size | None, ndim: int | None = None) -> int:
     """``dim`` as a non-negative index into ``shape`` (or into ``ndim`` dims)."""
     if ndim is None:

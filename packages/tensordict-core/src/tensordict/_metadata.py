@@ -107,6 +107,10 @@ class MetadataMixin:
         return self
 
     # -- dim names ------------------------------------------------------------------------
+    def _has_names(self) -> bool:
+        """Whether any batch dim is named."""
+        return any(name is not None for name in self.names)
+
     def refine_names(self, *names: str) -> Any:
         """Name the unnamed dims (``...`` keeps the existing names); returns self."""
         current = self.names

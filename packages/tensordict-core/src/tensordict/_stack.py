@@ -85,8 +85,8 @@ def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor]
                 value.names[parent_ndim:])
             out[key] = _combine(list(map(entries_of, values)), op, batch_size + extra,
                                 parent_ndim, child_names, device, path + (key,), merge_equal)
-    if names is not None and all(n is None for n in names):
-        names = None
+    if names is not None:
+        names = None if all(n is None for n in names) else tuple(names)
     return TensorDict._new_unsafe(out, batch_size, device, names)
 
 

@@ -54,6 +54,8 @@ class TraverseMixin:
         filter_empty: bool | None = None,
         is_leaf: Callable[[type], bool] | None = None,
     ) -> Any:
+        if batch_size is not None and batch_size.__class__ is not torch.Size:
+            batch_size = torch.Size(batch_size)  # callers outside core pass lists
         parent_ndim = len(self._batch_size)
         out: dict[str, Any] = {}
         kept = 0
@@ -161,12 +163,16 @@ class TraverseMixin:
         >>> td.apply(lambda x: None) is None
         True
         """
+        # upstream passes these traversal options through its constructor keywords
+        named = constructor_kwargs.pop("named", False)
+        nested_keys = constructor_kwargs.pop("nested_keys", False)
         if constructor_kwargs:
             raise TypeError(f"unexpected arguments {sorted(constructor_kwargs)}")
         result = self._fast_apply(
             fn, *others, batch_size=batch_size, device=device, names=names, inplace=inplace,
             default=default, filter_empty=filter_empty, propagate_lock=propagate_lock,
-            call_on_nested=call_on_nested, is_leaf=is_leaf, out=out,
+            call_on_nested=call_on_nested, is_leaf=is_leaf, out=out, named=named,
+            nested_keys=nested_keys,
         )
         if result is not None and not inplace and out is None:
             _check_batch_dims(result)
@@ -256,17 +262,12 @@ class TraverseMixin:
         ('n', 'b')
         True
         """
-        if constructor_kwargs:
-            raise TypeError(f"unexpected arguments {sorted(constructor_kwargs)}")
-        result = self._fast_apply(
+        return self.apply(
             fn, *others, named=True, nested_keys=nested_keys, batch_size=batch_size,
             device=device, names=names, inplace=inplace, default=default,
             filter_empty=filter_empty, propagate_lock=propagate_lock,
-            call_on_nested=call_on_nested, is_leaf=is_leaf, out=out,
+            call_on_nested=call_on_nested, is_leaf=is_leaf, out=out, **constructor_kwargs,
         )
-        if result is not None and not inplace and out is None:
-            _check_batch_dims(result)
-        return result
 
     def _tensor_leaves(self) -> list[_Tensor]:
         """The tensor leaves, in traversal order (see :meth:`_from_leaves`)."""

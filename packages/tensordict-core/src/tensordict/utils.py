@@ -28,6 +28,7 @@ from tensordict._futures import TensorDictFuture
 from tensordict._helpers import (
     LOGGING_LEVEL,
     _maybe_correct_neg_dim,
+    _shape,
     _zip_strict,
     console_handler,
     expand_as_right,
@@ -79,5 +80,5 @@ __all__ = [
     "set_printoptions", "timeit", "unravel_key", "unravel_key_list", "unravel_key_to_tuple",
     "warn_deprecated",
     "_getitem_batch_size", "_is_non_tensor", "_is_tensorclass", "_maybe_correct_neg_dim",
-    "_unravel_key_to_tuple", "_zip_strict",
+    "_shape", "_unravel_key_to_tuple", "_zip_strict",
 ]
