@@ -32,7 +32,14 @@ from tensordict._keys import default_is_leaf, is_leaf_nontensor
 from tensordict._lazy import LazyStackedTensorDict, lazy_stack
 from tensordict._merge import merge_tensordicts
 from tensordict._nested_key import NestedKey, unravel_key, unravel_key_list, unravel_key_to_tuple
-from tensordict._nontensor import LinkedList, NonTensorData, NonTensorStack, is_non_tensor
+from tensordict._nontensor import (
+    LinkedList,
+    MetaData,
+    NonTensorData,
+    NonTensorDataBase,
+    NonTensorStack,
+    is_non_tensor,
+)
 from tensordict._options import (
     capture_non_tensor_stack,
     get_defaults_to_none,
@@ -74,8 +81,10 @@ __all__ = [
     "KEY_SEPARATOR",
     "LazyStackedTensorDict",
     "LinkedList",
+    "MetaData",
     "NestedKey",
     "NonTensorData",
+    "NonTensorDataBase",
     "NonTensorStack",
     "TensorCollection",
     "TensorDict",

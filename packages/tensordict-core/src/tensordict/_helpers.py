@@ -46,7 +46,7 @@ def expand_right(tensor: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
             f"cannot expand a tensor of shape {tuple(tensor.shape)} to the smaller shape "
             f"{tuple(shape)}"
         )
-    view = tensor.reshape(*tensor.shape, *(1,) * (len(shape) - tensor.ndim))
+    view = tensor.reshape(tuple(tensor.shape) + (1,) * (len(shape) - tensor.ndim))
     return view.expand(shape)
 
 
@@ -67,7 +67,7 @@ def expand_as_right(tensor: Any, dest: Any) -> Any:
             f"destination shape {tuple(dest.shape)}"
         )
     if not isinstance(tensor, torch.Tensor):  # a tensor collection
-        return tensor.reshape(*tensor.shape, *(1,) * (dest.ndim - tensor.ndim)).expand(
+        return tensor.reshape(tuple(tensor.shape) + (1,) * (dest.ndim - tensor.ndim)).expand(
             dest.shape
         )
     return expand_right(tensor, dest.shape)

@@ -136,7 +136,7 @@ class ShapeOpsMixin:
             return self
         ndim = len(self.batch_size)
         lead = tuple(new)  # plain ints: torch parses a tuple much faster than a Size
-        return self._reshaped(lambda x: x.view(*lead, *x.shape[ndim:]), new, None)
+        return self._reshaped(lambda x: x.view((*lead, *x.shape[ndim:])), new, None)
 
     def reshape(self, *shape: Any, **kwargs: Any) -> Any:
         """Like :meth:`view`, copying leaves that cannot be viewed.
@@ -150,7 +150,7 @@ class ShapeOpsMixin:
             return self
         ndim = len(self.batch_size)
         lead = tuple(new)
-        return self._reshaped(lambda x: x.reshape(*lead, *x.shape[ndim:]), new, None)
+        return self._reshaped(lambda x: x.reshape((*lead, *x.shape[ndim:])), new, None)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
         """Merge the batch dims ``start_dim..end_dim`` into one.
@@ -356,7 +356,7 @@ class ShapeOpsMixin:
         ndim = len(batch)
         names = [None] * (len(new) - ndim) + self.names
         lead = tuple(new)
-        return self._reshaped(lambda x: x.expand(*lead, *x.shape[ndim:]), new, names)
+        return self._reshaped(lambda x: x.expand((*lead, *x.shape[ndim:])), new, names)
 
     def expand_as(self, other: Any) -> Any:
         """Expand to the shape of a tensor or the batch size of a TensorDict."""
@@ -488,7 +488,7 @@ class ShapeOpsMixin:
 
         def fn(x: _Tensor) -> _Tensor:
             extra = x.shape[ndim:]
-            idx = index.reshape(*index.shape, *(1,) * len(extra)).expand(*index.shape, *extra)
+            idx = index.reshape((*index.shape, *(1,) * len(extra))).expand((*index.shape, *extra))
             return x.gather(dim, idx)
 
         result = self._reshaped(fn, index.shape, self.names)
@@ -525,7 +525,7 @@ class ShapeOpsMixin:
         """
         ndim = mask.ndim
         return self._apply_nest(
-            lambda x: x.masked_fill(mask.reshape(*mask.shape, *(1,) * (x.ndim - ndim)), value),
+            lambda x: x.masked_fill(mask.reshape((*mask.shape, *(1,) * (x.ndim - ndim))), value),
             filter_empty=False,
         )
 
@@ -533,7 +533,7 @@ class ShapeOpsMixin:
         """In-place :meth:`masked_fill`."""
         ndim = mask.ndim
         for leaf in self._tensor_leaves():
-            leaf.masked_fill_(mask.reshape(*mask.shape, *(1,) * (leaf.ndim - ndim)), value)
+            leaf.masked_fill_(mask.reshape((*mask.shape, *(1,) * (leaf.ndim - ndim))), value)
         return self
 
     def where(self, condition: _Tensor, other: Any, *, out: Any = None,
@@ -548,7 +548,7 @@ class ShapeOpsMixin:
         ndim = condition.ndim
 
         def fn(x: _Tensor, *y: Any) -> _Tensor:
-            cond = condition.reshape(*condition.shape, *(1,) * (x.ndim - ndim))
+            cond = condition.reshape((*condition.shape, *(1,) * (x.ndim - ndim)))
             return torch.where(cond, x, y[0] if y else other)
 
         others = (other,) if hasattr(other, "_apply_nest") else ()

@@ -51,8 +51,7 @@ PROVIDED_BY: dict[str, str] = {
         "memmap",
     ),
     **dict.fromkeys(
-        ("tensorclass", "TensorClass", "MetaData", "NonTensorDataBase", "TensorAttrs",
-         "from_dataclass"),
+        ("tensorclass", "TensorClass", "TensorAttrs", "from_dataclass"),
         "tensorclass",
     ),
     **dict.fromkeys(("TensorDictParams",), "nn"),

@@ -2,7 +2,8 @@
 TensorDict (provided by the tensordict-tensorclass distribution).
 
 The public names are also available as ``tensordict.tensorclass``,
-``tensordict.TensorClass`` and ``tensordict.is_tensorclass``.
+``tensordict.TensorClass``, ``tensordict.TensorAttrs`` and ``tensordict.from_dataclass``;
+upstream's module path ``tensordict.tensorclass`` re-exports them too.
 
 Example:
     >>> import torch
@@ -15,8 +16,12 @@ Example:
     torch.Size([2, 8])
 """
 
-from tensordict.tensorclasses._build import TensorClass, is_tensorclass, tensorclass
+from tensordict import is_tensorclass
+from tensordict.tensorclasses._attrs import TensorAttrs
+from tensordict.tensorclasses._build import TensorClass, tensorclass
+from tensordict.tensorclasses._dataclass import from_dataclass
 from tensordict.tensorclasses._instance import TensorClassBase
 from tensordict.tensorclasses._version import __version__ as __version__
 
-__all__ = ["TensorClass", "TensorClassBase", "is_tensorclass", "tensorclass"]
+__all__ = ["TensorAttrs", "TensorClass", "TensorClassBase", "from_dataclass", "is_tensorclass",
+           "tensorclass"]

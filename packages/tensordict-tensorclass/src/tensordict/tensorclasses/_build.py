@@ -60,10 +60,17 @@ class Options:
             raise TypeError("tensor_only is exclusive with autocast and nocast.")
 
 
+#: Members that a field may shadow all the same (as upstream: ``NonTensorData.data``...).
+_SHADOWABLE = frozenset({"data", "fields", "_is_non_tensor"})
+#: Top-level functions, not members: ``tensorclass`` and ``is_tensorclass`` are fine field names.
+_NOT_MEMBERS = frozenset({"tensorclass", "is_tensorclass"})
+
+
 def _reserved_names() -> set[str]:
     names = {n for n in dir(TensorClassBase) if not n.startswith("__")}
-    names |= {n for n in dir(TensorDict) if not n.startswith("_")}
-    return names | set(plugins.PROVIDED_BY) | {"batch_size", "device", "names", "_tensordict"}
+    names |= {n for n in dir(TensorDict) if not n.startswith("__")}
+    names |= {n for n in plugins.PROVIDED_BY if n[:1].islower()} - _NOT_MEMBERS
+    return (names | {"batch_size", "device", "names", "_tensordict"}) - _SHADOWABLE
 
 
 def _check_names(field_names: list[str], options: Options) -> None:
@@ -276,20 +283,6 @@ def tensorclass(
         return new
 
     return wrap if cls is None else wrap(cls)
-
-
-def is_tensorclass(obj: Any) -> bool:
-    """Whether ``obj`` is a tensorclass or an instance of one.
-
-    >>> import torch
-    >>> from tensordict import TensorDict, TensorClass
-    >>> class A(TensorClass):
-    ...     x: torch.Tensor
-    >>> is_tensorclass(A), is_tensorclass(A(x=torch.zeros(1))), is_tensorclass(TensorDict())
-    (True, True, False)
-    """
-    cls = obj if isinstance(obj, type) else type(obj)
-    return issubclass(cls, TensorClassBase) and cls._tc_options is not None
 
 
 @typing.dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))

@@ -53,8 +53,11 @@ def to(self: Any, *args: Any, cast_filter: Any = _UNSET, **kwargs: Any) -> Any:
     if keep is None or dtype is None:
         return _forward_to(self, *args, **kwargs)
     moved = _forward_to(self, *rest, **rest_kwargs) if rest or rest_kwargs else self
-    return moved.named_apply(lambda key, x: x.to(dtype) if keep(key, x) else x,
-                             nested_keys=True)
+
+    def cast(key: Any, x: torch.Tensor) -> torch.Tensor:  # the filter sees tuple keys
+        return x.to(dtype) if keep(key if isinstance(key, tuple) else (key,), x) else x
+
+    return moved.named_apply(cast, nested_keys=True)
 
 
 _forward_to = method("to")

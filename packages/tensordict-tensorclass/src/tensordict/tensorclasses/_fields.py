@@ -84,18 +84,24 @@ def _non_tensor(td: TensorDict, value: Any) -> NonTensorData:
 
 
 def store(td: TensorDict, name: str, value: Any) -> None:
-    """The default writer: like ``td.set``, except that a plain mapping stays one
-    non-tensor value (only ``tensor_only`` classes turn mappings into TensorDicts)."""
-    if isinstance(value, Mapping) and not is_tensor_collection(value):
+    """The default writer: like ``td.set``, except that a tuple or a plain mapping stays
+    one non-tensor value (only ``tensor_only`` classes turn them into tensors and
+    TensorDicts)."""
+    if isinstance(value, tuple) or (isinstance(value, Mapping)
+                                    and not is_tensor_collection(value)):
         td._set_str(name, _non_tensor(td, value), inplace=False, validated=True)
     else:
         td._set_str(name, value, inplace=False, validated=False)
 
 
 def _scalar_writer(owner: str, annotation: type) -> Writer:
-    """int/float/bool fields given a Python number: a 0-d tensor, with upstream's warning."""
+    """int/float/bool fields given a Python number: a 0-d tensor, with upstream's warning
+    (non-tensor data when the batch size is not empty: no 0-d tensor fits it)."""
 
     def write(td: TensorDict, name: str, value: Any) -> None:
+        if type(value) is annotation and td.batch_size:
+            td._set_str(name, _non_tensor(td, value), inplace=False, validated=True)
+            return
         if type(value) is annotation:
             warnings.warn(
                 f"The {type(value).__name__} given to the field {name!r} of {owner} is "

@@ -218,8 +218,9 @@ class PluginMethod:
 def install_plugin_methods(base: type) -> None:
     """Give ``base`` the methods plugins provide (and the known ones of missing plugins).
 
-    Instances have no ``__getattr__`` (it would slow every field read), so plugin methods
-    are class attributes; this runs at import and whenever a tensorclass is built.
+    Plugin methods are class attributes, found before the ``__getattr__`` fallback (which
+    would look them up on the TensorDict); this runs at import and whenever a tensorclass
+    is built.
     """
     names = {name for name in plugins.PROVIDED_BY
              if name[:1].islower() and name not in ("tensorclass", "is_tensorclass")}

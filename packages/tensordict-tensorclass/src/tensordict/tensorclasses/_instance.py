@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 from torch.utils.data._utils.collate import default_collate_fn_map
@@ -39,6 +39,7 @@ from tensordict.tensorclasses._forward import (
     unwrap,
 )
 from tensordict.tensorclasses._repr import nested_compact_repr, tensorclass_repr
+from tensordict.utils import warn_deprecated
 
 T = TypeVar("T", bound="TensorClassBase")
 _Tensor = torch.Tensor
@@ -64,6 +65,7 @@ class TensorClassBase(Wrapper):
     __slots__ = ("_tensordict",)
     _tensordict: TensorDict
     _is_tensorclass = True
+    _is_non_tensor = False  # found on the class: core probes it on every nested value
     # set per class by the builder (see _build.py)
     _tc_field_set: frozenset[str] = frozenset()
     _tc_fast: set[str] = set()
@@ -119,6 +121,33 @@ class TensorClassBase(Wrapper):
                 f"Cannot set the attribute {name!r}: {type(self).__name__} has no such field. "
                 f"Its fields are {sorted(type(self)._tc_field_set)}."
             )
+
+    if not TYPE_CHECKING:  # type checkers keep flagging unknown attributes
+
+        def __getattr__(self, name: str) -> Any:
+            """The fallback of attribute lookup: the name on the instance's TensorDict.
+
+            Called when ``name`` is neither a field nor a member of the class, or
+            explicitly (``Cls.__getattr__(obj, name)``, as subclasses that chain their
+            own fallback do), where members and fields are found too.
+            """
+            if name.startswith("__"):
+                raise AttributeError(name)
+            try:
+                return object.__getattribute__(self, name)
+            except AttributeError:
+                if any(name in klass.__dict__ for klass in type(self).__mro__):
+                    raise  # a member failed (a property, the method of a missing plugin)
+            try:
+                return getattr(object.__getattribute__(self, "_tensordict"), name)
+            except AttributeError:
+                if name.startswith("_"):
+                    raise AttributeError(name) from None
+                cls = type(self)
+                raise AttributeError(
+                    f"'{cls.__name__}' object has no attribute or field '{name}'. "
+                    f"Its fields are {sorted(cls._tc_field_set)}."
+                ) from None
 
     def __delattr__(self, name: str) -> None:
         cls = type(self)
@@ -267,6 +296,32 @@ class TensorClassBase(Wrapper):
                                  **kwargs)
         return self
 
+    def extend(self, tensordict: Any) -> None:
+        """Append to the lazy stack the instance holds (deprecated: build a new instance
+        with :func:`~tensordict.lazy_stack` or :func:`torch.cat`).
+
+        Args:
+            tensordict: an instance, a TensorDict, or a list of them; a collection is
+                unbound along the stack dim and its parts are appended.
+
+        >>> import torch, warnings
+        >>> from tensordict import TensorClass, lazy_stack
+        >>> class Step(TensorClass):
+        ...     x: torch.Tensor
+        >>> steps = lazy_stack([Step(x=torch.zeros(2), batch_size=[2])])
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", DeprecationWarning)
+        ...     steps.extend([Step(x=torch.ones(2), batch_size=[2])])
+        >>> steps.batch_size, steps.x[1]
+        (torch.Size([2, 2]), tensor([1., 1.]))
+        """
+        warn_deprecated("TensorClass.extend()", removal="0.17",
+                        replacement="lazy_stack or torch.cat to build a new instance")
+        td = self._tensordict
+        if not hasattr(td, "extend"):
+            raise AttributeError(f"'{type(td).__name__}' object has no attribute 'extend'")
+        td.extend(unwrap((tensordict,), {})[0])
+
     @classmethod
     def fields(cls) -> tuple[dataclasses.Field, ...]:
         """The dataclass fields (deprecated: use :func:`dataclasses.fields`)."""
@@ -283,8 +338,9 @@ class TensorClassBase(Wrapper):
     def from_tensordict(cls: type[T], tensordict: TensorDictBase,
                         non_tensordict: dict[str, Any] | None = None,
                         safe: bool | None = True) -> T:
-        """Wrap ``tensordict`` (no copy of its tensors) as an instance of the class
-        (``__post_init__`` runs as on the results of ops).
+        """Wrap ``tensordict`` (no copy of its tensors) as an instance of the class;
+        ``__post_init__`` runs (also with ``skip_post_init_on_rebuild``: the data comes
+        from outside).
 
         Args:
             tensordict: holds the fields (extra keys are an error when ``safe``).
@@ -302,6 +358,16 @@ class TensorClassBase(Wrapper):
         >>> box.width is td["width"], box.name
         (True, 'crate')
         """
+        return cls._from_tensordict(tensordict, non_tensordict, safe, rebuild=False)
+
+    @classmethod
+    def _from_tensordict(cls: type[T], tensordict: TensorDictBase,
+                         non_tensordict: dict[str, Any] | None = None,
+                         safe: bool | None = True, *, rebuild: bool = True) -> T:
+        """:meth:`from_tensordict`, where ``rebuild`` (upstream's private constructor,
+        which TorchRL calls) says the data comes from an existing instance, as the
+        result of an op: ``skip_post_init_on_rebuild`` classes then skip
+        ``__post_init__``."""
         extra = sorted(set(non_tensordict or ()) - cls._tc_field_set)
         if safe and (extra or not fits(cls, tensordict)):
             extra += sorted(set(tensordict.keys()) - cls._tc_field_set)
@@ -316,6 +382,8 @@ class TensorClassBase(Wrapper):
                     cls._tc_writers[name](tensordict, name, value)
         obj = cls._from_storage(tensordict)
         _fields.guard_fast_fields(obj)
+        if not rebuild and cls._tc_has_post_init and not cls._tc_post_init_on_rebuild:
+            obj.__post_init__()  # type: ignore[attr-defined]
         return obj
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
@@ -416,6 +484,6 @@ install_forwarders(TensorClassBase)
 install_plugin_methods(TensorClassBase)
 default_collate_fn_map[TensorClassBase] = _collate
 # Instances are tensor collections, and core recurses into nested ``TensorDictBase``s.
-# Registered rather than inherited: no ``__getattr__`` on the read path of fields.
+# Registered rather than inherited: TensorDictBase's methods are not the instances' own.
 TensorCollection.register(TensorClassBase)
 TensorDictBase.register(TensorClassBase)
