@@ -481,3 +481,22 @@ def test_shape_of_tensors_collections_and_nested_tensors():
     assert _shape(TensorDict(batch_size=[4])) == (4,)
     nested = torch.nested.nested_tensor([torch.zeros(2, 4), torch.zeros(3, 4)])
     assert _shape(nested) == (2, -1, 4)
+
+
+def test_reduce_every_feature_to_one_value_per_batch_element():
+    td = TensorDict(a=torch.ones(2, 3, 4), b=TensorDict(c=torch.ones(2, 3, 5), batch_size=[2, 3]),
+                    batch_size=[2])
+    assert torch.equal(td.sum(dim="feature", reduce=True), torch.tensor([27.0, 27.0]))
+
+
+def test_from_module_and_to_module_see_through_tensordict_params_children():
+    nn_ = pytest.importorskip("tensordict.nn")
+    module = torch.nn.Module()
+    module.actor = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    module.actor_params = nn_.TensorDictParams(TensorDict.from_module(module.actor).clone())
+    params = TensorDict.from_module(module)  # nested like the module's parameter names
+    assert ("actor_params", "0", "weight") in params.keys(True, True)
+    zeros = params.apply(torch.zeros_like)
+    with zeros.to_module(module):
+        assert torch.equal(module.actor_params["0", "weight"], torch.zeros(2, 2))
+    assert not torch.equal(module.actor_params["0", "weight"], torch.zeros(2, 2))

@@ -194,7 +194,9 @@ def _module_tensordict(module: nn.Module) -> Any:
             sub = _module_tensordict(child)
             if sub._tensordict:
                 entries[name] = sub
-    return TensorDict._new_unsafe(entries, _SIZE0)
+    out = TensorDict._new_unsafe(entries, _SIZE0)
+    # a module that is a TensorDict too (TensorDictParams) names its tensors by dotted path
+    return out.unflatten_keys(".") if isinstance(module, TensorDictBase) else out
 
 
 def _finish(td: Any, as_module: bool, lock: bool) -> Any:
@@ -254,6 +256,8 @@ class _Swap:
         """Write the leaves of ``td`` into ``module``; the replaced tensors (if kept)."""
         params, buffers = module._parameters, module._buffers
         td_cls = self.td_cls
+        if isinstance(module, TensorDictBase):  # TensorDictParams: tensors by dotted path
+            td = td.flatten_keys(".")
         entries = (td._tensordict if type(td) is td_cls
                    else {key: td._get_str(key) for key in td._keys_str()})
         undo, wrap = self.undo, self.wrap

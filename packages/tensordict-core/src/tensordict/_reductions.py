@@ -4,7 +4,7 @@ norm logsumexp cummax cummin softmax``.
 ``dim`` names batch dims only (an int, a tuple, negative allowed) and the feature dims
 of each leaf are kept; no ``dim`` reduces each leaf fully (batch size ``[]``);
 ``dim="feature"`` reduces the feature dims and keeps the batch; ``reduce=True`` gives one
-tensor for the whole TensorDict.
+tensor for the whole TensorDict (with ``dim="feature"``, one value per batch element).
 
 Example:
     >>> import torch
@@ -90,6 +90,8 @@ def _reduce_all(td: Any, fn: Callable[..., Any], dim: Any, keepdim: bool,
         return fn(torch.cat([x.reshape(-1) for x in leaves]), **kwargs)
     ndim = len(td.batch_size)
     flat = torch.cat([x.reshape(td.batch_size + (-1,)) for x in leaves], dim=ndim)
+    if dim == "feature":  # every feature of every leaf, one value per batch element
+        return fn(flat, dim=ndim, keepdim=bool(keepdim), **kwargs)
     dims = _dims(td, dim) + (ndim,)
     out = fn(flat, dim=dims, keepdim=bool(keepdim), **kwargs)
     return out.squeeze(ndim) if keepdim else out
