@@ -500,3 +500,15 @@ def test_from_module_and_to_module_see_through_tensordict_params_children():
     with zeros.to_module(module):
         assert torch.equal(module.actor_params["0", "weight"], torch.zeros(2, 2))
     assert not torch.equal(module.actor_params["0", "weight"], torch.zeros(2, 2))
+
+
+def test_where_with_pad_keeps_the_leaves_of_both_and_fills_out():
+    cond = torch.tensor([True, False])
+    a = TensorDict(x=torch.ones(2, 3), z=torch.full((2,), 5.0), batch_size=[2])
+    b = TensorDict(x=torch.zeros(2, 3), y=torch.full((2,), 7.0), batch_size=[2])
+    out = TensorDict(batch_size=[2])
+    result = a.where(cond, b, out=out, pad=0, update_batch_size=True)
+    assert result is out
+    assert torch.equal(out["z"], torch.tensor([5.0, 0.0]))
+    assert torch.equal(out["y"], torch.tensor([0.0, 7.0]))
+    assert torch.equal(out["x"][1], torch.zeros(3))

@@ -537,9 +537,12 @@ class ShapeOpsMixin:
         return self
 
     def where(self, condition: _Tensor, other: Any, *, out: Any = None,
-              pad: Any = None) -> Any:
+              pad: Any = None, update_batch_size: bool = False) -> Any:
         """``torch.where(condition, leaf, other_leaf)`` for each leaf; ``condition`` is
         batch-shaped (or leading dims) and broadcast to each leaf.
+
+        ``pad`` stands in for the leaves ``other`` lacks; ``out`` receives the result
+        (keys it lacks are added; ``update_batch_size`` as in :meth:`update`).
 
         >>> td = TensorDict(a=torch.ones(2), batch_size=[2])
         >>> td.where(torch.tensor([True, False]), 0)["a"]
@@ -554,7 +557,13 @@ class ShapeOpsMixin:
         others = (other,) if hasattr(other, "_apply_nest") else ()
         kwargs = {} if pad is None else {"default": pad}
         result = self._apply_nest(fn, *others, filter_empty=False, **kwargs)
+        if others and pad is not None:  # leaves only ``other`` has: ``pad`` where condition
+            own = set(self.keys(True, True))
+            for key, value in other.items(True, True):
+                if key not in own:
+                    cond = condition.reshape((*condition.shape, *(1,) * (value.ndim - ndim)))
+                    result.set(key, torch.where(cond, pad, value))
         if out is not None:
-            return out.update_(result)
+            return out.update(result, inplace=True, update_batch_size=update_batch_size)
         return result
 
