@@ -211,7 +211,7 @@ def test_composite_sample_and_per_key_log_prob():
 
 def test_composite_aggregated():
     dist, normal, cat = make_composite()
-    sample = dist.rsample()
+    sample = dist.sample()
     with set_composite_lp_aggregate(True):
         lp = dist.log_prob(sample)
         ent = dist.entropy()

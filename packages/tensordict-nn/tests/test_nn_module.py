@@ -203,16 +203,27 @@ def test_gradients_flow(linear):
     assert linear.weight.grad is not None and linear.weight.grad.abs().sum() > 0
 
 
-def test_custom_base_subclass_gets_dispatch():
+def test_custom_base_subclass_dispatches_when_decorated():
     class Double(TensorDictModuleBase):
         in_keys = [("in", "x")]
         out_keys = ["y"]
 
+        @dispatch
         def forward(self, tensordict):
             return tensordict.set("y", tensordict["in", "x"] * 2)
 
+    class Plain(TensorDictModuleBase):
+        in_keys = ["x"]
+        out_keys = ["y"]
+
+        def forward(self, tensordict):
+            return tensordict.set("y", tensordict["x"])
+
     module = Double()
+    assert module.in_keys == [("in", "x")] and module._in_keys == [("in", "x")]
     torch.testing.assert_close(module(in_x=torch.ones(2)), torch.full((2,), 2.0))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'x'"):
+        Plain()(x=torch.ones(2))  # like upstream: no dispatch without the decorator
     td = module(TensorDict({"in": {"x": torch.ones(2)}}, batch_size=[2]))
     assert td["y"].shape == torch.Size([2])
     assert TensorDictModuleBase.is_tdmodule_compatible(module)
@@ -305,8 +316,10 @@ def test_skip_existing():
         assert skip_existing() is True
         torch.testing.assert_close(module(td)["y"], torch.full((2,), 5.0))
         module(TensorDict(x=torch.zeros(2), batch_size=[2]))  # y missing: runs
-        with set_skip_existing(None):
-            assert skip_existing() is True
+        with pytest.raises(RuntimeError, match="context manager with ``None``"):
+            with set_skip_existing(None):
+                pass
+        assert skip_existing() is True
     assert skip_existing() is False
     module(td)
     assert len(calls) == 2
@@ -314,11 +327,21 @@ def test_skip_existing():
 
 
 def test_skip_existing_decorator_and_errors():
-    @set_skip_existing(True)
-    def inside():
-        return skip_existing()
+    class Module(TensorDictModuleBase):
+        in_keys, out_keys = ["x"], ["y"]
+        seen: list = []
 
-    assert inside() is True and skip_existing() is False
+        @set_skip_existing(True)
+        def forward(self, tensordict):
+            self.seen.append(skip_existing())
+            return tensordict.set("y", tensordict["x"] + 1)
+
+    module = Module()
+    td = module(TensorDict(x=torch.zeros(2), batch_size=[2]))  # y missing: runs
+    assert module.seen == [True] and skip_existing() is False
+    module(td.set("y", torch.full((2,), 7.0)))  # y present: skipped
+    assert module.seen == [True]
+    torch.testing.assert_close(td["y"], torch.full((2,), 7.0))
     with pytest.raises(TypeError):
         set_skip_existing("yes")
 

@@ -271,6 +271,6 @@ def test_num_samples():
     torch.testing.assert_close(out["action"][1, 4], td["loc"])
 
 
-def test_unsupported_options_raise():
-    with pytest.raises(NotImplementedError):
-        ProbabilisticTensorDictModule(in_keys=["p"], generator=torch.Generator())
+def test_generator_of_the_wrong_type_raises():
+    with pytest.raises(TypeError, match="generator must be"):
+        ProbabilisticTensorDictModule(in_keys=["p"], generator=1.5)

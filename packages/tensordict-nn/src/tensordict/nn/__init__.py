@@ -47,6 +47,7 @@ from tensordict.nn.probabilistic import (
     ProbabilisticTensorDictSequential,
 )
 from tensordict.nn.sequence import TensorDictSequential
+from tensordict.nn.tensorclass_module import TensorClassModuleBase, TensorClassModuleWrapper
 from tensordict.nn.utils import (
     add_custom_mapping,
     biased_softplus,
@@ -67,6 +68,8 @@ __all__ = [
     "OneHotCategorical",
     "ProbabilisticTensorDictModule",
     "ProbabilisticTensorDictSequential",
+    "TensorClassModuleBase",
+    "TensorClassModuleWrapper",
     "TensorDictModule",
     "TensorDictModuleBase",
     "TensorDictModuleWrapper",

@@ -14,5 +14,4 @@ from tensordict.plugins import hookimpl
 def tensordict_top_level_names() -> dict[str, Any]:
     return {
         "TensorDictParams": "tensordict.nn.params:TensorDictParams",
-        "make_tensordict": "tensordict.nn.utils:make_tensordict",
     }

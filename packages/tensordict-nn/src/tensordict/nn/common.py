@@ -20,14 +20,17 @@ from typing import Any
 import torch
 from torch import nn
 
-from tensordict import (
+from tensordict import (  # noqa: F401 (make_tensordict, unravel_key_list: upstream names)
     NestedKey,
     TensorDict,
     TensorDictBase,
     is_tensor_collection,
+    make_tensordict,
     unravel_key,
+    unravel_key_list,
 )
-from tensordict.nn.utils import _SKIP_EXISTING
+from tensordict.base import NO_DEFAULT  # noqa: F401 (upstream name of this module)
+from tensordict.nn.utils import _DISPATCH, _set_skip_existing_None
 
 __all__ = [
     "TensorDictModule",
@@ -113,6 +116,8 @@ def dispatch(
     are given by position (in ``source`` order) or by keyword (nested keys joined with
     ``separator``); the call then returns the ``dest`` entries (one tensor or a tuple).
     ``source``/``dest`` are key lists or the names of attributes of ``self`` holding them.
+    Inside ``tensordict.nn.utils._set_dispatch_td_nn_modules(False)`` the arguments are
+    passed on as they are.
 
     >>> import torch
     >>> @dispatch(source=["x"], dest=["y"])
@@ -147,7 +152,11 @@ def dispatch(
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             owner, rest = (args[0], args[1:]) if is_method else (None, args)
-            if (rest and is_tensor_collection(rest[0])) or "tensordict" in kwargs:
+            if rest:
+                first = rest[0]
+                if first.__class__ is TensorDict or is_tensor_collection(first):
+                    return func(*args, **kwargs)
+            if "tensordict" in kwargs or not _DISPATCH.get():
                 return func(*args, **kwargs)
             td = _tensors_to_td(keys_of(owner, source), rest, kwargs, separator,
                                 auto_batch_size)
@@ -159,55 +168,85 @@ def dispatch(
     return decorate
 
 
-def _td_forward(forward: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a module's ``forward``: tensor calls are dispatched, existing outputs may be
-    skipped (:func:`set_skip_existing`), unselected out keys are dropped."""
-    if getattr(forward, "_td_forward", False):
-        return forward
+class _OutKeyNotFoundError(ValueError, RuntimeError):
+    """``select_out_keys`` was given a key the module does not write."""
 
-    @functools.wraps(forward)
-    def wrapper(self: TensorDictModuleBase, *args: Any, **kwargs: Any) -> Any:
-        td = args[0] if args else kwargs.get("tensordict")
-        if td.__class__ is not TensorDict and (td is None or not is_tensor_collection(td)):
-            return self._call_with_tensors(forward, args, kwargs)
-        if _SKIP_EXISTING.get() and self._outputs_present(td):
-            return td
-        out = forward(self, *args, **kwargs)
-        dropped = self._dropped_out_keys
-        if dropped and out is not None:
-            out = out.exclude(*dropped, inplace=out is td)
-        return out
 
-    wrapper._td_forward = True  # type: ignore[attr-defined]
-    return wrapper
+class _OutKeysSelect:
+    """Forward hook of a module after :meth:`TensorDictModuleBase.select_out_keys`: the
+    out keys it had before (``original``) that are not selected are removed from the
+    returned TensorDict."""
+
+    def __init__(self, original: list[NestedKey]) -> None:
+        self.original = original
+
+    def __call__(self, module: TensorDictModuleBase, args: Any, output: Any) -> Any:
+        if not is_tensor_collection(output):
+            return output
+        selected = module.out_keys
+        dropped = [key for key in self.original if key not in selected]
+        return output.exclude(*dropped, inplace=True) if dropped else output
+
+
+def _class_keys(cls: type, name: str) -> None:
+    """Keys given as a class attribute (``in_keys = ["x"]``) become the default of the
+    private attribute behind the property of the same name."""
+    value = cls.__dict__.get(name)
+    if isinstance(value, (str, tuple, list)):
+        delattr(cls, name)
+        setattr(cls, "_" + name, _normalize_keys(value, name))
 
 
 # -- the base ----------------------------------------------------------------------------
 class TensorDictModuleBase(nn.Module):
     """Base class of modules that read ``in_keys`` from a TensorDict and write ``out_keys``.
 
-    A subclass's ``forward(tensordict)`` is wrapped so that it can also be called with
-    tensors (by position or keyword; the outputs are then returned as tensors), so that
-    :func:`set_skip_existing` is honoured and :meth:`select_out_keys` applies.
+    ``in_keys`` and ``out_keys`` are properties stored in ``_in_keys`` / ``_out_keys``;
+    a subclass may also give them as class attributes. :meth:`select_out_keys` hides some
+    of the out keys (``out_keys_source`` keeps them all). A subclass's ``forward`` takes a
+    TensorDict; decorate it with :func:`dispatch` to also accept tensors and with
+    :func:`~tensordict.nn.set_skip_existing` to honour that switch.
 
     >>> import torch
     >>> from tensordict import TensorDict
     >>> class Double(TensorDictModuleBase):
     ...     in_keys, out_keys = ["x"], ["y"]
+    ...     @dispatch
     ...     def forward(self, tensordict):
     ...         return tensordict.set("y", tensordict["x"] * 2)
     >>> Double()(x=torch.ones(2))
     tensor([2., 2.])
     """
 
-    in_keys: list[NestedKey]
-    out_keys: list[NestedKey]
-    _dropped_out_keys: tuple[NestedKey, ...] = ()
-
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "forward" in cls.__dict__:
-            cls.forward = _td_forward(cls.__dict__["forward"])
+        _class_keys(cls, "in_keys")
+        _class_keys(cls, "out_keys")
+
+    @property
+    def in_keys(self) -> list[NestedKey]:
+        """The keys read."""
+        return self._in_keys
+
+    @in_keys.setter
+    def in_keys(self, value: NestedKey | list[NestedKey]) -> None:
+        self._in_keys = _normalize_keys(value, "in_keys")
+
+    @property
+    def out_keys(self) -> list[NestedKey]:
+        """The keys written (after :meth:`select_out_keys`)."""
+        apparent = self.__dict__.get("_out_keys_apparent")
+        return self.out_keys_source if apparent is None else apparent
+
+    @out_keys.setter
+    def out_keys(self, value: NestedKey | list[NestedKey]) -> None:
+        self._out_keys = _normalize_keys(value, "out_keys")
+        self.__dict__.pop("_out_keys_apparent", None)
+
+    @property
+    def out_keys_source(self) -> list[NestedKey]:
+        """All the out keys, whatever :meth:`select_out_keys` hides."""
+        return self._out_keys
 
     @staticmethod
     def is_tdmodule_compatible(module: Any) -> bool:
@@ -219,28 +258,31 @@ class TensorDictModuleBase(nn.Module):
         """
         return hasattr(module, "in_keys") and hasattr(module, "out_keys")
 
-    @property
-    def out_keys_source(self) -> list[NestedKey]:
-        """The out keys as built (before :meth:`select_out_keys`)."""
-        return self.__dict__.get("_out_keys_source", self.out_keys)
-
     def select_out_keys(self, *out_keys: NestedKey) -> TensorDictModuleBase:
-        """Write only ``out_keys`` from now on (in place; returns the module).
+        """Write only ``out_keys`` from now on (in place; returns the module): the others
+        are removed from the output TensorDict. A subclass defining its own ``out_keys``
+        property sees the selection through its setter.
 
         >>> from tensordict.nn import TensorDictModule
         >>> m = TensorDictModule(lambda x: (x, x + 1), in_keys=["x"], out_keys=["a", "b"])
         >>> m.select_out_keys("b").out_keys
         ['b']
         """
-        source = self.out_keys_source
+        hook = self._out_keys_hook()
+        original = hook.original if hook is not None else list(self.out_keys)
         selected = _normalize_keys(list(out_keys), "out_keys")
-        unknown = [key for key in selected if key not in source]
+        unknown = [key for key in selected if key not in original]
         if unknown:
-            raise ValueError(f"select_out_keys: {unknown} are not out keys of this module "
-                             f"(out keys: {source})")
-        self.__dict__["_out_keys_source"] = list(source)
-        self._set_out_keys([key for key in source if key in selected])
-        self._dropped_out_keys = tuple(key for key in source if key not in selected)
+            raise _OutKeyNotFoundError(
+                f"Can't select non existent key: {', '.join(map(str, unknown))}. "
+                f"The out keys of this module are {original}."
+            )
+        if self._base_out_keys_property():
+            self._out_keys_apparent = selected
+        else:
+            self.out_keys = selected
+        if hook is None:
+            self.register_forward_hook(_OutKeysSelect(original))
         return self
 
     def reset_out_keys(self) -> TensorDictModuleBase:
@@ -251,38 +293,50 @@ class TensorDictModuleBase(nn.Module):
         >>> m.select_out_keys("b").reset_out_keys().out_keys
         ['a', 'b']
         """
-        self._set_out_keys(list(self.out_keys_source))
-        self._dropped_out_keys = ()
+        hook = self._out_keys_hook()
+        if hook is None:
+            return self
+        if self._base_out_keys_property():
+            self.__dict__.pop("_out_keys_apparent", None)
+        else:
+            self.out_keys = hook.original
+        for handle, value in list(self._forward_hooks.items()):
+            if value is hook:
+                del self._forward_hooks[handle]
         return self
 
-    def _set_out_keys(self, out_keys: list[NestedKey]) -> None:
-        self.out_keys = out_keys
+    def _out_keys_hook(self) -> _OutKeysSelect | None:
+        return next((hook for hook in self._forward_hooks.values()
+                     if isinstance(hook, _OutKeysSelect)), None)
 
-    def reset_parameters_recursive(self, parameters: TensorDictBase | None = None) -> None:
-        """Call ``reset_parameters()`` on every sub-module that has one (into
-        ``parameters`` if given, via ``parameters.to_module(self)``).
+    @classmethod
+    def _base_out_keys_property(cls) -> bool:
+        """Whether ``out_keys`` is this base's property (not a subclass's own)."""
+        return getattr(cls, "out_keys", None) is TensorDictModuleBase.__dict__["out_keys"]
+
+    def reset_parameters_recursive(self, parameters: TensorDictBase | None = None
+                                   ) -> TensorDictBase | None:
+        """Call ``reset_parameters()`` on every sub-module that has one; with
+        ``parameters`` (shaped like ``TensorDict.from_module(self)``), reset those tensors
+        instead and return them.
 
         >>> import torch
         >>> from tensordict.nn import TensorDictModule
         >>> m = TensorDictModule(torch.nn.Linear(2, 2), in_keys=["x"], out_keys=["y"])
-        >>> m.reset_parameters_recursive()
+        >>> m.reset_parameters_recursive() is None
+        True
         """
         if parameters is not None:
             with parameters.to_module(self):
                 self.reset_parameters_recursive()
-            return
+            return parameters
         for module in self.modules():
             if module is not self and hasattr(module, "reset_parameters"):
                 module.reset_parameters()
+        return None
 
-    # -- helpers of the forward wrapper ------------------------------------------------
-    def _outputs_present(self, td: TensorDictBase) -> bool:
-        return all(td.get(key, None) is not None for key in self.out_keys if key != "_")
-
-    def _call_with_tensors(self, forward: Callable[..., Any], args: tuple[Any, ...],
-                           kwargs: dict[str, Any]) -> Any:
-        td = _tensors_to_td(self.in_keys, args, kwargs, "_", auto_batch_size=False)
-        return _outputs(forward(self, td), self.out_keys)
+    def __repr__(self) -> str:
+        return _module_repr(self, [("in_keys", self.in_keys), ("out_keys", self.out_keys)])
 
 
 # -- TensorDictModule --------------------------------------------------------------------
@@ -296,8 +350,8 @@ class TensorDictModule(TensorDictModuleBase):
             arguments to keys (``{kwarg: key}``; ``out_to_in_map=False`` reads it as
             ``{key: kwarg}``).
         out_keys: where the outputs go, in order; ``"_"`` discards an output.
-        inplace: ``True`` writes into the input TensorDict, ``False`` into a new one,
-            ``"empty"`` into ``tensordict.empty()``.
+        inplace: ``True`` writes into the input TensorDict, ``False`` (or ``None``) into a
+            new one, ``"empty"`` into ``tensordict.empty()``.
         method / method_kwargs: call ``module.<method>(..., **method_kwargs)`` instead.
         strict: a missing input raises ``KeyError`` (else ``None`` is passed).
         get_kwargs: extra keyword arguments of ``tensordict.get``.
@@ -320,7 +374,7 @@ class TensorDictModule(TensorDictModuleBase):
         out_keys: NestedKey | list[NestedKey],
         *,
         out_to_in_map: bool | None = None,
-        inplace: bool | str = True,
+        inplace: bool | str | None = True,
         method: str | None = None,
         method_kwargs: dict[str, Any] | None = None,
         strict: bool = False,
@@ -334,10 +388,11 @@ class TensorDictModule(TensorDictModuleBase):
             in_keys = [key for _, key in pairs]
         else:
             self._kwargs = None
-        self.in_keys = _normalize_keys(in_keys, "in_keys")
-        self.out_keys = _normalize_keys(out_keys, "out_keys")
-        if inplace not in (True, False, "empty"):
-            raise ValueError(f"inplace must be True, False or 'empty', got {inplace!r}")
+        self.in_keys = in_keys
+        self.out_keys = out_keys
+        if inplace not in (None, True, False, "empty"):
+            raise ValueError("The only accepted valued for inplace is `None`, `True`, "
+                             f"`False`, or `'empty'`. Got inplace={inplace} instead.")
         if method is not None and not callable(getattr(module, method, None)):
             raise ValueError(f"{type(module).__name__} has no method {method!r}")
         if method is None and not callable(module):
@@ -351,43 +406,60 @@ class TensorDictModule(TensorDictModuleBase):
         self.method = method
         self.method_kwargs = method_kwargs or {}
         self.strict = strict
-        self.get_kwargs = get_kwargs or {}
+        self._get_kwargs = get_kwargs or {}
 
+    @property
+    def device(self) -> torch.device:
+        """The device of the first parameter or buffer (``cpu`` when there is none).
+
+        >>> TensorDictModule(torch.nn.Linear(2, 2), ["x"], ["y"]).device
+        device(type='cpu')
+        """
+        for tensor in self.parameters():
+            return tensor.device
+        for tensor in self.buffers():
+            return tensor.device
+        return torch.device("cpu")
+
+    @property
+    def is_functional(self) -> bool:
+        """Whether the wrapped module went through ``make_functional``."""
+        return bool(getattr(self.module, "_is_functional", False))
+
+    @dispatch(auto_batch_size=False)
+    @_set_skip_existing_None()
     def forward(self, tensordict: TensorDictBase, *args: Any,
                 tensordict_out: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
         """Read the inputs, call the module, write the outputs (see the class doc)."""
         inputs = self._read(tensordict)
+        try:
+            out = self._call_module(inputs, *args, **kwargs)
+        except Exception as err:
+            missing = [key for key, value in zip(self.in_keys, inputs) if value is None]
+            if missing:
+                raise KeyError(
+                    f"the inputs {missing} of {type(self.module).__name__} were not found "
+                    f"in the TensorDict (keys: {list(tensordict.keys(True, True))})"
+                ) from err
+            raise
+        if out.__class__ is list:  # one output that happens to be a list
+            out = (out,)
+        return self._write_to_tensordict(tensordict, out, tensordict_out)
+
+    def _call_module(self, tensors: list[Any], *args: Any, **kwargs: Any) -> Any:
+        """The wrapped callable applied to the input ``tensors``."""
         modules = self._modules
         func = modules["module"] if "module" in modules else self.__dict__["module"]
         if self.method is not None:
             func = getattr(func, self.method)
         if self.method_kwargs:
             kwargs.update(self.method_kwargs)
-        try:
-            if self._kwargs is None:
-                out = func(*inputs, *args, **kwargs)
-            else:
-                out = func(*args, **dict(zip(self._kwargs, inputs)), **kwargs)
-        except Exception as err:
-            missing = [key for key, value in zip(self.in_keys, inputs) if value is None]
-            if missing:
-                raise KeyError(
-                    f"the inputs {missing} of {type(func).__name__} were not found in "
-                    f"the TensorDict (keys: {list(tensordict.keys(True, True))})"
-                ) from err
-            raise
-        if tensordict_out is None:
-            if self.inplace is True:
-                tensordict_out = tensordict
-            elif self.inplace is False:
-                tensordict_out = TensorDict(batch_size=tensordict.batch_size,
-                                            device=tensordict.device)
-            else:
-                tensordict_out = tensordict.empty()
-        return self._write(tensordict_out, out)
+        if self._kwargs is None:
+            return func(*tensors, *args, **kwargs)
+        return func(*args, **dict(zip(self._kwargs, tensors)), **kwargs)
 
     def _read(self, tensordict: TensorDictBase) -> list[Any]:
-        get_kwargs = self.get_kwargs
+        get_kwargs = self._get_kwargs
         if self.strict:
             return [tensordict.get(key, **get_kwargs) for key in self.in_keys]
         if get_kwargs:
@@ -395,23 +467,36 @@ class TensorDictModule(TensorDictModuleBase):
         get = tensordict.get
         return [get(key, None) for key in self.in_keys]
 
-    def _write(self, tensordict_out: TensorDictBase, out: Any) -> TensorDictBase:
-        out_keys = self.__dict__.get("_out_keys_source") or self.out_keys
-        if out.__class__ is torch.Tensor and len(out_keys) == 1:
-            if out_keys[0] != "_":
-                _set_entry(tensordict_out, out_keys[0], out)
-            return tensordict_out
-        if out.__class__ is not tuple:
-            if isinstance(out, TensorDictBase):
-                out = tuple(out.get(key) for key in out_keys)
+    def _write_to_tensordict(self, tensordict: TensorDictBase, tensors: Any,
+                             tensordict_out: TensorDictBase | None = None,
+                             out_keys: list[NestedKey] | None = None) -> TensorDictBase:
+        """Write ``tensors`` (one value, a sequence, or a TensorDict read at the keys) at
+        ``out_keys`` (default: all the out keys) of ``tensordict_out`` (default: chosen
+        by ``inplace``); returns it."""
+        if tensordict_out is None:
+            inplace = self.inplace
+            if inplace is True:
+                tensordict_out = tensordict
+            elif inplace == "empty":
+                tensordict_out = tensordict.empty()
             else:
-                out = (out,)
-        if len(out) < len(out_keys):
+                tensordict_out = TensorDict(batch_size=tensordict.batch_size,
+                                            device=tensordict.device)
+        out_keys = self._out_keys if out_keys is None else out_keys
+        if tensors.__class__ is torch.Tensor and len(out_keys) == 1:
+            if out_keys[0] != "_":
+                _set_entry(tensordict_out, out_keys[0], tensors)
+            return tensordict_out
+        if isinstance(tensors, TensorDictBase):
+            tensors = tuple(tensors.get(key) for key in out_keys)
+        elif not isinstance(tensors, (tuple, list)):
+            tensors = (tensors,)
+        if len(tensors) < len(out_keys):
             raise RuntimeError(
-                f"{type(self.module).__name__} returned {len(out)} value(s) for the "
+                f"{type(self.module).__name__} returned {len(tensors)} value(s) for the "
                 f"{len(out_keys)} out_keys {out_keys}"
             )
-        for key, value in zip(out_keys, out):
+        for key, value in zip(out_keys, tensors):
             if key != "_":
                 _set_entry(tensordict_out, key, value)
         return tensordict_out
@@ -446,10 +531,11 @@ class TensorDictModuleWrapper(TensorDictModuleBase):
         self.td_module = td_module
 
     in_keys = property(lambda self: self.td_module.in_keys)  # type: ignore[assignment]
-    out_keys = property(lambda self: self.td_module.out_keys)  # type: ignore[assignment]
 
-    def _set_out_keys(self, out_keys: list[NestedKey]) -> None:
-        self.td_module._set_out_keys(out_keys)
+    @property
+    def out_keys_source(self) -> list[NestedKey]:
+        """The out keys of the wrapped module."""
+        return self.td_module.out_keys
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -462,6 +548,10 @@ class TensorDictModuleWrapper(TensorDictModuleBase):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Call the wrapped module."""
         return self.td_module(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return _module_repr(self, [("td_module", self.td_module), ("in_keys", self.in_keys),
+                                   ("out_keys", self.out_keys)])
 
 
 class WrapModule(TensorDictModuleBase):
@@ -483,8 +573,8 @@ class WrapModule(TensorDictModuleBase):
             raise TypeError(f"WrapModule needs a callable, got {type(func).__name__}")
         self.func = func
         self.inplace = inplace
-        self.in_keys = _normalize_keys(in_keys or [], "in_keys")
-        self.out_keys = _normalize_keys(out_keys or [], "out_keys")
+        self.in_keys = in_keys or []
+        self.out_keys = out_keys or []
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Apply the function."""
@@ -492,9 +582,6 @@ class WrapModule(TensorDictModuleBase):
         if self.inplace and out is not tensordict:
             return tensordict.update(out)
         return out
-
-    def __repr__(self) -> str:
-        return _module_repr(self, [("in_keys", self.in_keys), ("out_keys", self.out_keys)])
 
 
 def as_tensordict_module(*, in_keys: NestedKey | list[NestedKey],

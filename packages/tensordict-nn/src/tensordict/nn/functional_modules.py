@@ -1,4 +1,5 @@
-"""The functional API of older tensordict releases, as thin layers over
+"""Functional helpers: writing tensors into modules, treating TensorDicts as pytree leaves,
+and the functional API of older tensordict releases as thin layers over
 ``TensorDict.from_module`` / ``TensorDict.to_module``.
 
 ``make_functional(module)`` returns the module's parameters and buffers as a nested
@@ -20,19 +21,89 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import torch
 from torch import nn
+from torch.utils._pytree import SUPPORTED_NODES
 
-from tensordict import TensorDict, TensorDictBase
+from tensordict import (
+    LazyStackedTensorDict,
+    TensorCollection,
+    TensorDict,
+    TensorDictBase,
+    is_tensor_collection,  # noqa: F401 (upstream name of this module)
+)
 from tensordict.nn.fx import symbolic_trace
+from tensordict.nn.params import TensorDictParams
 
 __all__ = [
+    "PYTREE_REGISTERED_LAZY_TDS",
+    "PYTREE_REGISTERED_TDS",
+    "SUPPORTED_NODES",
     "extract_weights_and_buffers",
     "get_functional",
     "is_functional",
     "make_functional",
     "repopulate_module",
+    "set_tensor",
+    "set_tensor_dict",
     "symbolic_trace",
 ]
+
+#: the dense TensorDict classes registered as pytree nodes
+PYTREE_REGISTERED_TDS: tuple[type, ...] = (TensorDict, TensorDictParams)
+#: the lazy TensorDict classes registered as pytree nodes
+PYTREE_REGISTERED_LAZY_TDS: tuple[type, ...] = (LazyStackedTensorDict,)
+
+
+class _exclude_td_from_pytree:  # noqa: N801 (upstream name)
+    """Inside the block pytree functions treat TensorDicts (and tensorclasses) as leaves:
+    their pytree registrations are lifted and put back on exit.
+
+    >>> import torch
+    >>> from torch.utils._pytree import tree_leaves
+    >>> td = TensorDict(a=torch.zeros(2), b=torch.ones(2))
+    >>> with _exclude_td_from_pytree():
+    ...     tree_leaves([td])[0] is td
+    True
+    """
+
+    def __enter__(self) -> None:
+        self._lifted = {cls: SUPPORTED_NODES.pop(cls) for cls in list(SUPPORTED_NODES)
+                        if isinstance(cls, type) and issubclass(cls, TensorCollection)}
+
+    def __exit__(self, *exc: object) -> None:
+        SUPPORTED_NODES.update(self._lifted)
+
+
+def set_tensor_dict(module_dict: dict[str, Any], module: nn.Module, name: str,
+                    tensor: torch.Tensor) -> None:
+    """:func:`set_tensor` given the module's ``__dict__`` (saves a lookup in loops)."""
+    params = module_dict["_parameters"]
+    if isinstance(tensor, nn.Parameter):
+        module_dict.pop(name, None)
+        params[name] = tensor
+        return
+    if name in params:  # a plain tensor takes the parameter's place as an attribute
+        del params[name]
+    else:
+        buffers = module_dict["_buffers"]
+        if name in buffers:
+            buffers[name] = tensor
+            return
+    module_dict[name] = tensor
+
+
+def set_tensor(module: nn.Module, name: str, tensor: torch.Tensor) -> None:
+    """Put ``tensor`` at ``name`` in ``module`` without ``nn.Module``'s checks: a Parameter
+    is registered as one, a buffer is replaced, any other tensor becomes a plain attribute
+    (replacing a parameter of that name).
+
+    >>> linear = nn.Linear(2, 2)
+    >>> set_tensor(linear, "weight", torch.zeros(2, 2))
+    >>> type(linear.weight).__name__, "weight" in dict(linear.named_parameters())
+    ('Tensor', False)
+    """
+    set_tensor_dict(module.__dict__, module, name, tensor)
 
 
 def _functional_forward(module: nn.Module, forward: Any) -> Any:

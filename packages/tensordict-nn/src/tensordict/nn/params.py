@@ -20,22 +20,29 @@ from torch import nn
 
 from tensordict import NestedKey, TensorDict, TensorDictBase
 from tensordict._base import NO_DEFAULT
+from tensordict._pointwise import PointwiseMixin
+from tensordict._torch_function import TorchFunctionMixin
 
 __all__ = ["TensorDictParams"]
 
 
-def _as_param(value: Any) -> Any:
-    """Floating (and complex) tensors become Parameters; others stay (as buffers)."""
-    if isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter) \
-            and (value.is_floating_point() or value.is_complex()):
-        return nn.Parameter(value.detach() if value.grad_fn is not None else value)
-    return value
+def _as_leaf(value: Any, convert: bool) -> Any:
+    """``value`` as a leaf of a TensorDictParams: Parameters, buffers and tensors carrying
+    autograd history stay as they are; other floating (and complex) tensors become
+    Parameters when ``convert``; the remaining tensors become buffers (``nn.Buffer``)."""
+    if not isinstance(value, torch.Tensor) or isinstance(value, nn.Parameter) \
+            or value.grad_fn is not None or getattr(value, "_is_buffer", False):
+        return value
+    if convert and (value.is_floating_point() or value.is_complex()):
+        return nn.Parameter(value)
+    return nn.Buffer(value)
 
 
-def _converted(value: Any) -> Any:
-    if isinstance(value, TensorDictBase):
-        return value.apply(_as_param)
-    return _as_param(value)
+def _same_kind(new: Any, old: Any) -> Any:
+    """``new`` (a converted or copied ``old``) a Parameter again if ``old`` was one."""
+    if isinstance(old, nn.Parameter) and not isinstance(new, nn.Parameter):
+        return nn.Parameter(new.detach(), requires_grad=old.requires_grad)
+    return new
 
 
 class _LeafView(MutableMapping):
@@ -62,6 +69,8 @@ class _LeafView(MutableMapping):
         return value
 
     def __setitem__(self, name: str, value: Any) -> None:
+        if not self._parameters:  # a buffer registered by nn.Module stays one
+            value = _as_leaf(value, False)
         self._owner._param_td.set(tuple(name.split(".")), value)
 
     def __delitem__(self, name: str) -> None:
@@ -95,7 +104,7 @@ def _forward_to_data(name: str) -> Callable[..., Any]:
     return method
 
 
-class TensorDictParams(TensorDictBase, nn.Module):
+class TensorDictParams(PointwiseMixin, TorchFunctionMixin, TensorDictBase, nn.Module):
     """A TensorDict whose leaves are registered as the parameters (floating tensors) and
     buffers (other tensors) of an ``nn.Module``: ``.parameters()``, optimizers,
     ``state_dict()`` and ``.to()`` see them, and values written stay Parameters.
@@ -105,8 +114,9 @@ class TensorDictParams(TensorDictBase, nn.Module):
         no_convert: keep the tensors as given (only existing Parameters are parameters).
         lock: lock the TensorDict.
 
-    Out-of-place TensorDict ops return plain TensorDicts; ``clone``, ``copy`` and ``to``
-    return a TensorDictParams.
+    Out-of-place TensorDict ops (``params + 1``, ``torch.stack([params, params])``...)
+    return plain TensorDicts; in-place ones (``params += 1`` under ``torch.no_grad()``)
+    write into the parameters; ``clone``, ``copy`` and ``to`` return a TensorDictParams.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -132,8 +142,8 @@ class TensorDictParams(TensorDictBase, nn.Module):
             parameters = TensorDict(parameters)
         if isinstance(parameters, TensorDictParams):
             parameters = parameters._param_td
-        self.__dict__["_param_td"] = parameters if no_convert else parameters.apply(_as_param)
         self.__dict__["no_convert"] = no_convert
+        self.__dict__["_param_td"] = self._convert(parameters)
         self.__dict__["_parameters"] = _LeafView(self, parameters=True)
         self.__dict__["_buffers"] = _LeafView(self, parameters=False)
         if lock:
@@ -161,7 +171,10 @@ class TensorDictParams(TensorDictBase, nn.Module):
         return self._param_td.is_locked
 
     def _convert(self, value: Any) -> Any:
-        return value if self.no_convert else _converted(value)
+        convert = not self.no_convert
+        if isinstance(value, TensorDictBase):
+            return value.apply(lambda x: _as_leaf(x, convert), filter_empty=False)
+        return _as_leaf(value, convert)
 
     def _get_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
         return self._param_td._get_str(key, default)
@@ -217,18 +230,16 @@ class TensorDictParams(TensorDictBase, nn.Module):
 
     # -- copies stay TensorDictParams --------------------------------------------------
     def _rewrapped(self, data: TensorDictBase) -> TensorDictParams:
-        if self.no_convert:
-            return TensorDictParams(data, no_convert=True)
-        return TensorDictParams(data.apply(
-            lambda x: nn.Parameter(x.detach(), requires_grad=x.requires_grad)
-            if isinstance(x, nn.Parameter) or x.requires_grad else x))
+        """A TensorDictParams over ``data`` (copies of this one's leaves), each leaf a
+        Parameter or a buffer as it was here."""
+        return TensorDictParams(data.apply(_same_kind, self._param_td, filter_empty=False),
+                                no_convert=True)
 
     def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDictParams:
         """A TensorDictParams over cloned (``recurse=False``: the same) tensors."""
         if not recurse:
             return TensorDictParams(self._param_td.clone(False), no_convert=True)
-        return self._rewrapped(self._param_td.apply(lambda x: x.detach().clone()
-                                                    .requires_grad_(x.requires_grad)))
+        return self._rewrapped(self._param_td.apply(lambda x: x.detach().clone()))
 
     def copy(self) -> TensorDictParams:
         """A shallow copy (same Parameter objects)."""
@@ -241,6 +252,29 @@ class TensorDictParams(TensorDictBase, nn.Module):
         """A TensorDictParams with the parameters moved / cast (``TensorDict.to``)."""
         out = self._param_td.to(*args, **kwargs)
         return self if out is self._param_td else self._rewrapped(out)
+
+    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor],
+               recurse: bool = True) -> TensorDictParams:
+        """What ``nn.Module.to`` / ``.double()``... of an enclosing module do: convert
+        every leaf (and gradient) in place, keeping the tensor objects when possible."""
+        for key, old in list(self._param_td.items(True, True)):
+            if not isinstance(old, torch.Tensor):
+                continue
+            new = fn(old)
+            if new is not old:
+                if torch._has_compatible_shallow_copy_type(old, new) and \
+                        not torch.__future__.get_overwrite_module_params_on_conversion():
+                    with torch.no_grad():
+                        old.data = new
+                else:
+                    self._param_td.set(key, _as_leaf(_same_kind(new, old), False))
+            if old.grad is not None:
+                grad = fn(old.grad)
+                if torch._has_compatible_shallow_copy_type(old.grad, grad):
+                    old.grad.data = grad
+                else:
+                    old.grad = grad
+        return self
 
     def cpu(self) -> TensorDictParams:  # type: ignore[override]
         """``to("cpu")``."""

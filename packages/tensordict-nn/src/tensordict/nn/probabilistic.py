@@ -14,32 +14,118 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import functools
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
 from torch import distributions as D
 
-from tensordict import NestedKey, TensorDictBase
+from tensordict import (  # noqa: F401 (upstream names of this module)
+    NestedKey,
+    TensorDict,
+    TensorDictBase,
+    is_non_tensor,
+    is_tensor_collection,
+    unravel_key,
+)
 from tensordict.nn.common import (
     TensorDictModuleBase,
     _module_repr,
     _normalize_keys,
     _set_entry,
+    dispatch,
 )
-from tensordict.nn.distributions.composite import (
-    CompositeDistribution,
-    _suffixed,
-    composite_lp_aggregate,
-)
+from tensordict.nn.distributions.composite import CompositeDistribution, _add_suffix
 from tensordict.nn.distributions.continuous import Delta
+from tensordict.nn.distributions.discrete import OneHotCategorical  # noqa: F401
+from tensordict.nn.distributions.truncated_normal import (  # noqa: F401
+    TruncatedNormal,
+    TruncatedStandardNormal,
+)
 from tensordict.nn.distributions.utils import draw
-from tensordict.nn.interaction import InteractionType, interaction_type
+from tensordict.nn.interaction import (
+    _INTERACTION,
+    InteractionType,
+    interaction_type,
+    set_interaction_type,
+)
 from tensordict.nn.sequence import TensorDictSequential
+from tensordict.nn.utils import (  # noqa: F401 (set_composite_lp_aggregate: upstream name)
+    _set_skip_existing_None,
+    composite_lp_aggregate,
+    set_composite_lp_aggregate,
+)
 
-__all__ = ["ProbabilisticTensorDictModule", "ProbabilisticTensorDictSequential"]
+__all__ = [
+    "InteractionType",
+    "ProbabilisticTensorDictModule",
+    "ProbabilisticTensorDictSequential",
+    "interaction_type",
+    "set_interaction_type",
+]
 
 
+# -- random generators -------------------------------------------------------------------
+@contextlib.contextmanager
+def _use_generator(generator: torch.Generator | None) -> Iterator[None]:
+    """Draw the default random numbers of ``generator``'s device from ``generator`` inside
+    the block (which advances it); the global generator is left as it was.
+
+    >>> import torch
+    >>> with _use_generator(torch.Generator().manual_seed(0)):
+    ...     inside = torch.randn(2)
+    >>> torch.equal(inside, torch.randn(2, generator=torch.Generator().manual_seed(0)))
+    True
+    """
+    if generator is None:
+        yield
+        return
+    device = generator.device
+    if device.type == "cpu":
+        get_state, set_state = torch.get_rng_state, torch.set_rng_state
+    else:
+        module = getattr(torch, device.type)
+        get_state = functools.partial(module.get_rng_state, device)
+        set_state = functools.partial(module.set_rng_state, device=device)
+    saved = get_state()
+    set_state(generator.get_state())
+    try:
+        yield
+    finally:
+        generator.set_state(get_state())
+        set_state(saved)
+
+
+def _seed_generator(seed: Any, key: NestedKey) -> torch.Generator:
+    """A generator seeded with ``seed`` (an int or a one-element integer tensor)."""
+    if isinstance(seed, torch.Tensor):
+        if seed.numel() != 1:
+            raise ValueError(f"Generator key {key!r} resolved to a tensor of {seed.numel()} "
+                             "elements; expected a scalar seed.")
+        return torch.Generator(seed.device).manual_seed(int(seed.item()))
+    return torch.Generator().manual_seed(int(seed))
+
+
+def _composite_sample_keys(distribution_kwargs: dict[str, Any]) -> list[NestedKey]:
+    """The sample keys of the composite distribution described by ``distribution_kwargs``
+    (``["_"]`` when it has no ``distribution_map``)."""
+    names = {unravel_key(k): v for k, v in (distribution_kwargs.get("name_map") or {}).items()}
+    keys = [unravel_key(key) for key in distribution_kwargs.get("distribution_map", ())]
+    return [names.get(key, key) for key in keys] or ["_"]
+
+
+def _is_composite(distribution_class: Any) -> bool:
+    """Whether ``distribution_class`` builds a :class:`CompositeDistribution` (a subclass,
+    or a ``functools.partial`` of one)."""
+    while isinstance(distribution_class, functools.partial):
+        distribution_class = distribution_class.func
+    return isinstance(distribution_class, type) and issubclass(distribution_class,
+                                                               CompositeDistribution)
+
+
+# -- the module --------------------------------------------------------------------------
 class ProbabilisticTensorDictModule(TensorDictModuleBase):
     """Build ``distribution_class(**{kwarg: td[key]}, **distribution_kwargs)`` from the
     ``in_keys`` and write a value of it to ``out_keys``.
@@ -47,17 +133,23 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
     Args:
         in_keys: the distribution's parameters: a list of keys (the last part of each
             key is the keyword) or a dict ``{kwarg: key}``.
-        out_keys: where the value goes (``["_"]``, i.e. nowhere, if omitted); for a
-            :class:`CompositeDistribution`, the sample keys.
+        out_keys: where the value goes; if omitted, the keys of a
+            :class:`CompositeDistribution`'s ``name_map`` / ``distribution_map`` (given in
+            ``distribution_kwargs``), else ``["_"]`` (nowhere).
         default_interaction_type: how the value is drawn outside of a
             :class:`set_interaction_type` block (``DETERMINISTIC``: the distribution's
             ``deterministic_sample``, the mode of a discrete one, else its mean).
-        return_log_prob: also write the value's log-prob, at ``<out_key>_log_prob``
-            unless ``log_prob_key(s)`` says otherwise.
+        return_log_prob: also write the value's log-prob (at :attr:`log_prob_keys`).
+        log_prob_keys / log_prob_key: where log-probs go (default
+            ``<out_key>_log_prob``; ``"sample_log_prob"`` for a composite distribution
+            while :func:`composite_lp_aggregate` is on).
         cache_dist: keep the last distribution built as ``module._dist``.
         n_empirical_estimate: samples used when a mode/median/mean has no closed form.
         num_samples: draw this many values (an int or a shape): the result is a new
             TensorDict with these leading batch dims.
+        generator: random draws use this ``torch.Generator`` (an int seeds a new one),
+            or the generator / seed stored in the input at this key (a seed stored there
+            is replaced by a fresh one drawn from it after sampling).
 
     >>> import torch
     >>> from torch.distributions import Categorical
@@ -67,6 +159,11 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
     >>> module(TensorDict(logits=torch.tensor([[0.0, 3.0]]), batch_size=[1]))["a"]
     tensor([1])
     """
+
+    _CHANGE_IN_C_LP_A = (
+        "The value returned by composite_lp_aggregate changed between init of {} and its "
+        "execution ({} -> {}). Make sure the mode matches."
+    )
 
     def __init__(
         self,
@@ -82,39 +179,62 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         cache_dist: bool = False,
         n_empirical_estimate: int = 1000,
         num_samples: int | torch.Size | None = None,
-        generator: torch.Generator | None = None,
+        generator: torch.Generator | int | NestedKey | None = None,
     ) -> None:
         super().__init__()
-        if generator is not None:
-            raise NotImplementedError(
-                "ProbabilisticTensorDictModule: generator= is not supported yet; seed with "
-                "torch.manual_seed instead"
-            )
-        names = None
+        distribution_kwargs = distribution_kwargs if distribution_kwargs is not None else {}
+        composite = _is_composite(distribution_class)
+        dist_keys = None
         if isinstance(in_keys, Mapping):
-            names, in_keys = list(in_keys), list(in_keys.values())
-        self.in_keys = _normalize_keys(in_keys, "in_keys")
-        self._dist_kwarg_names = names or [k if isinstance(k, str) else k[-1]
-                                           for k in self.in_keys]
-        self.dist_sample_keys = _normalize_keys(["_"] if out_keys is None else out_keys,
-                                                "out_keys")
+            dist_keys, in_keys = tuple(in_keys), list(in_keys.values())
+        self.in_keys = in_keys
+        self.dist_keys: Any = list(self.in_keys) if dist_keys is None else dist_keys
+        if out_keys is None:
+            out_keys = _composite_sample_keys(distribution_kwargs) if composite else ["_"]
+        self._out_keys = _normalize_keys(out_keys, "out_keys")
+        self._composite_lp_aggreate_at_init = composite_lp_aggregate(nowarn=True)
+        self._is_composite = composite
+        self._set_log_prob_keys(log_prob_keys, log_prob_key)
         if isinstance(default_interaction_type, str):
             default_interaction_type = InteractionType.from_str(default_interaction_type)
         self.default_interaction_type = default_interaction_type
         self.distribution_class = distribution_class
-        self._is_composite = isinstance(distribution_class, type) and issubclass(
-            distribution_class, CompositeDistribution)
-        self.distribution_kwargs = distribution_kwargs or {}
-        self.return_log_prob = return_log_prob
-        if log_prob_key is not None:
-            log_prob_keys = [log_prob_key]
-        self._given_log_prob_keys = (None if log_prob_keys is None
-                                     else _normalize_keys(log_prob_keys, "log_prob_keys"))
-        self.cache_dist = cache_dist
-        self._dist: D.Distribution | None = None
+        self.distribution_kwargs = distribution_kwargs
         self.n_empirical_estimate = n_empirical_estimate
+        self._dist: D.Distribution | None = None
+        self.cache_dist = cache_dist
+        self.return_log_prob = return_log_prob
+        if isinstance(num_samples, int):
+            num_samples = torch.Size([num_samples])
         self.num_samples = num_samples
-        self.out_keys = self.dist_sample_keys + (self.log_prob_keys if return_log_prob else [])
+        self._set_generator(generator)
+
+    def _set_log_prob_keys(self, log_prob_keys: list[NestedKey] | None,
+                           log_prob_key: NestedKey | None) -> None:
+        if log_prob_keys is not None and log_prob_key is not None:
+            raise ValueError("pass log_prob_keys or log_prob_key, not both")
+        if log_prob_keys is not None and self._is_composite \
+                and self._composite_lp_aggreate_at_init:
+            raise RuntimeError(
+                "composite_lp_aggregate is set to True but log_prob_keys were passed. When "
+                "composite_lp_aggregate() returns ``True``, log_prob_key must be used instead."
+            )
+        self._log_prob_keys = (None if log_prob_keys is None
+                               else _normalize_keys(log_prob_keys, "log_prob_keys"))
+        self._log_prob_key = None if log_prob_key is None else unravel_key(log_prob_key)
+
+    def _set_generator(self, generator: Any) -> None:
+        self._generator: torch.Generator | None = None
+        self._generator_key: NestedKey | None = None
+        if isinstance(generator, torch.Generator):
+            self._generator = generator
+        elif isinstance(generator, int) and not isinstance(generator, bool):
+            self._generator = torch.Generator().manual_seed(generator)
+        elif isinstance(generator, (str, tuple)):
+            self._generator_key = unravel_key(generator)
+        elif generator is not None:
+            raise TypeError("generator must be a torch.Generator, int, NestedKey, or None; "
+                            f"got {type(generator).__name__}.")
 
     # -- keys --------------------------------------------------------------------------
     @property
@@ -122,18 +242,37 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         """The keys the distribution's parameters are read from."""
         return self.in_keys
 
+    @property
+    def dist_sample_keys(self) -> list[NestedKey]:
+        """The keys the value is written at (the out keys without the log-prob keys)."""
+        return self._out_keys
+
+    @property
+    def out_keys_source(self) -> list[NestedKey]:
+        """The sample keys, then the log-prob keys when ``return_log_prob``."""
+        if self.return_log_prob:
+            return [*self._out_keys, *self.log_prob_keys]
+        return list(self._out_keys)
 
     @property
     def log_prob_keys(self) -> list[NestedKey]:
-        """Where log-probs are written: ``<sample key>_log_prob`` per sample key (one
-        summed entry, ``"sample_log_prob"`` by default, for an aggregated composite)."""
-        if self._given_log_prob_keys is not None:
-            return list(self._given_log_prob_keys)
-        if not self._is_composite:
-            return [_suffixed(self.dist_sample_keys[0], "_log_prob")]
-        if composite_lp_aggregate():
-            return [self.distribution_kwargs.get("log_prob_key") or "sample_log_prob"]
-        return [_suffixed(key, "_log_prob") for key in self.dist_sample_keys]
+        """Where log-probs are written: the keys given, else ``<sample key>_log_prob``
+        per sample key, or one summed entry (``log_prob_key`` or ``"sample_log_prob"``)
+        for a composite distribution while :func:`composite_lp_aggregate` is on."""
+        aggregate = composite_lp_aggregate(nowarn=True)
+        if aggregate != self._composite_lp_aggreate_at_init:
+            raise RuntimeError(
+                f"composite_lp_aggregate is set to `{aggregate}`, but the class was "
+                f"instantiated with `{self._composite_lp_aggreate_at_init}` which may affect "
+                "the log_prob_keys property."
+            )
+        if self._is_composite and aggregate:
+            return [self._log_prob_key or "sample_log_prob"]
+        if self._log_prob_keys is not None:
+            return list(self._log_prob_keys)
+        if self._log_prob_key is not None:
+            return [self._log_prob_key]
+        return [_add_suffix(key, "_log_prob") for key in self._out_keys]
 
     @property
     def log_prob_key(self) -> NestedKey:
@@ -141,29 +280,43 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         keys = self.log_prob_keys
         if len(keys) != 1:
             raise RuntimeError(
-                f"this module writes several log-probs {keys}: use log_prob_keys, or "
-                "set_composite_lp_aggregate(True) to sum them into one entry"
+                "composite_lp_aggregate is set to ``False``, hence "
+                f"{type(self).__name__}.log_prob_key cannot be accessed unless there is one "
+                f"and only one element in log_prob_keys (got log_prob_keys={keys}). When "
+                "composite_lp_aggregate() returns ``False``, try to use "
+                f"{type(self).__name__}.log_prob_keys instead."
             )
         return keys[0]
+
+    def _update_td_lp(self, lp: TensorDictBase) -> None:
+        """Move the per-component log-probs of ``lp`` (``<key>_log_prob``) to the custom
+        :attr:`log_prob_keys`, in place."""
+        for sample_key, lp_key in zip(self.dist_sample_keys, self.log_prob_keys,
+                                      strict=True):
+            default = _add_suffix(sample_key, "_log_prob")
+            if default != lp_key and default in lp.keys(True, True):
+                lp.rename_key_(default, lp_key)
 
     # -- distribution ------------------------------------------------------------------
     def get_dist(self, tensordict: TensorDictBase) -> D.Distribution:
         """The distribution built from ``tensordict``'s parameter entries."""
         kwargs = dict(self.distribution_kwargs)
-        for name, key in zip(self._dist_kwarg_names, self.in_keys):
+        names = self.dist_keys
+        for name, key in zip(names, self.in_keys):
             value = tensordict.get(key, None)
             if value is None:
                 raise KeyError(
                     f"{type(self).__name__}: the distribution parameter {key!r} is missing "
                     f"(keys: {list(tensordict.keys(True, True))})"
                 )
-            kwargs[name] = value
+            kwargs[name if isinstance(name, str) else name[-1]] = value
         try:
             dist = self.distribution_class(**kwargs)
         except TypeError as err:
             raise TypeError(
-                f"could not build {getattr(self.distribution_class, '__name__', '?')} from "
-                f"the arguments {sorted(kwargs)}: {err}"
+                f"distribution keywords and tensordict keys indicated by {type(self).__name__}"
+                f".dist_keys must match. Got this error message: \n    {err}\nwith "
+                f"dist_keys={list(names)}"
             ) from err
         if self.cache_dist:
             self._dist = dist
@@ -171,49 +324,103 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
 
     build_dist_from_params = get_dist
 
-    def _sample_of(self, tensordict: TensorDictBase) -> Any:
-        if self._is_composite:
-            return tensordict.select(*self.dist_sample_keys)
-        return tensordict.get(self.dist_sample_keys[0])
-
-    def log_prob(self, tensordict: TensorDictBase,
+    def log_prob(self, tensordict: TensorDictBase, *,
                  dist: D.Distribution | None = None) -> torch.Tensor | TensorDictBase:
-        """The log-prob of the sample stored in ``tensordict``."""
+        """The log-prob of the sample stored in ``tensordict`` (a TensorDict of
+        per-component log-probs for a composite distribution, unless aggregated)."""
         dist = self.get_dist(tensordict) if dist is None else dist
-        return dist.log_prob(self._sample_of(tensordict))
+        if isinstance(dist, CompositeDistribution):
+            log_prob = dist.log_prob(tensordict)
+            if isinstance(log_prob, TensorDictBase):
+                self._update_td_lp(log_prob)
+            return log_prob
+        return dist.log_prob(tensordict.get(self.dist_sample_keys[0]))
 
+    def _sample_shape(self) -> torch.Size:
+        num_samples = self.num_samples
+        return torch.Size([num_samples] if isinstance(num_samples, int) else num_samples or ())
+
+    def _dist_sample(self, dist: D.Distribution, interaction_type: InteractionType | None = None,
+                     *, generator: torch.Generator | None = None) -> Any:
+        """A value of ``dist`` for ``interaction_type`` (default: the current one, else
+        :attr:`default_interaction_type`), ``num_samples`` times, drawn from
+        ``generator`` if given."""
+        if interaction_type is None:
+            interaction_type = _INTERACTION.get() or self.default_interaction_type
+        with _use_generator(generator):
+            return draw(dist, interaction_type, self.n_empirical_estimate, self._sample_shape())
+
+    def _resolve_generator(self, tensordict: TensorDictBase
+                           ) -> tuple[torch.Generator | None,
+                                      Callable[[torch.Generator], None] | None]:
+        """The generator to draw from for ``tensordict`` and, when it was seeded from a
+        seed stored in ``tensordict``, the function writing the next seed back."""
+        key = self._generator_key
+        if key is None:
+            return self._generator, None
+        value = tensordict.get(key, None)
+        if value is None:
+            return None, None
+        if is_non_tensor(value):
+            value = value.data
+        if isinstance(value, torch.Generator):
+            return value, None
+        if isinstance(value, bool) or not isinstance(value, (int, torch.Tensor)):
+            raise TypeError(f"Generator key {key!r} resolved to a value of type "
+                            f"{type(value).__name__}; expected torch.Generator, int, or "
+                            "scalar Tensor.")
+        generator = _seed_generator(value, key)
+
+        def writeback(gen: torch.Generator) -> None:
+            seed = int(torch.randint(0, 2**62, (1,), generator=gen))
+            if isinstance(value, torch.Tensor):
+                tensordict.set(key, torch.full_like(value, seed))
+            else:
+                tensordict.set_non_tensor(key, seed)
+
+        return generator, writeback
+
+    @dispatch(auto_batch_size=False)
+    @_set_skip_existing_None()
     def forward(self, tensordict: TensorDictBase,
                 tensordict_out: TensorDictBase | None = None,
                 _requires_sample: bool = True) -> TensorDictBase:
         """Build the distribution and write a value (and its log-prob) of it."""
+        if tensordict_out is None:
+            tensordict_out = tensordict
         dist = self.get_dist(tensordict)
-        shape = torch.Size([] if self.num_samples is None else
-                           [self.num_samples] if isinstance(self.num_samples, int)
-                           else self.num_samples)
-        if tensordict_out is not None:
-            out = tensordict_out
-        elif shape:  # a new TensorDict with the leading sample dims
-            out = tensordict.expand(*shape, *tensordict.batch_size)
-        else:
-            out = tensordict
         if not _requires_sample:
-            return out
-        sample = draw(dist, interaction_type() or self.default_interaction_type,
-                      self.n_empirical_estimate, shape)
+            return tensordict_out
+        generator, writeback = self._resolve_generator(tensordict)
+        sample = self._dist_sample(dist, generator=generator)
+        if writeback is not None:
+            writeback(generator)
+        shape = self._sample_shape()
+        if shape:
+            tensordict_out = tensordict_out.expand(*shape, *tensordict_out.batch_size)
         if isinstance(sample, TensorDictBase):
-            out.update(sample)
+            tensordict_out.update(sample)
         else:
             values = sample if isinstance(sample, tuple) else (sample,)
             for key, value in zip(self.dist_sample_keys, values):
                 if key != "_":
-                    _set_entry(out, key, value)
+                    _set_entry(tensordict_out, key, value)
         if self.return_log_prob:
-            log_prob = dist.log_prob(sample)
-            if isinstance(log_prob, TensorDictBase):
-                out.update(log_prob)
-            else:
-                _set_entry(out, self.log_prob_keys[0], log_prob)
-        return out
+            self._write_log_prob(tensordict_out, dist, sample)
+        return tensordict_out
+
+    def _write_log_prob(self, out: TensorDictBase, dist: D.Distribution, sample: Any) -> None:
+        if not isinstance(dist, CompositeDistribution):
+            values = sample if isinstance(sample, tuple) else (sample,)
+            _set_entry(out, self.log_prob_keys[0], dist.log_prob(*values))
+            return
+        aggregate = composite_lp_aggregate(nowarn=True)
+        log_prob = dist.log_prob_composite(sample, include_sum=aggregate)
+        if aggregate:  # the per-component log-probs and their sum
+            out.set(self.log_prob_key, log_prob.pop(dist.log_prob_key))
+        else:
+            self._update_td_lp(log_prob)
+        out.update(log_prob)
 
     def __repr__(self) -> str:
         return _module_repr(self, [
@@ -221,6 +428,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             ("distribution_class", self.distribution_class),
             ("distribution_kwargs", self.distribution_kwargs),
             ("default_interaction_type", str(self.default_interaction_type)),
+            ("num_samples", self.num_samples),
         ])
 
 
@@ -259,11 +467,17 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
             )
         if return_composite:
             raise NotImplementedError("return_composite=True is not supported yet")
-        super().__init__(*modules, partial_tolerant=partial_tolerant,
-                         selected_out_keys=selected_out_keys, inplace=inplace)
+        # subclasses mixing in other sequences (TorchRL's) take only these arguments
+        options: dict[str, Any] = {"partial_tolerant": partial_tolerant}
+        if selected_out_keys is not None:
+            options["selected_out_keys"] = selected_out_keys
+        if inplace is not None:
+            options["inplace"] = inplace
+        super().__init__(*modules, **options)
 
     @property
-    def _last(self) -> Any:
+    def _last_module(self) -> Any:
+        """The probabilistic module."""
         return list(self._module_iter())[-1]
 
     @property
@@ -274,32 +488,80 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
     @property
     def default_interaction_type(self) -> InteractionType:
         """The default interaction type of the probabilistic module."""
-        return self._last.default_interaction_type
+        return self._last_module.default_interaction_type
+
+    @property
+    def dist_params_keys(self) -> list[NestedKey]:
+        """The parameter keys of the probabilistic module."""
+        return self._last_module.dist_params_keys
+
+    @property
+    def dist_sample_keys(self) -> list[NestedKey]:
+        """The sample keys of the probabilistic module."""
+        return self._last_module.dist_sample_keys
+
+    @property
+    def num_samples(self) -> int | torch.Size | None:
+        """``num_samples`` of the probabilistic module."""
+        return self._last_module.num_samples
 
     @property
     def log_prob_keys(self) -> list[NestedKey]:
         """The log-prob keys of the probabilistic module."""
-        return self._last.log_prob_keys
+        return self._last_module.log_prob_keys
 
     @property
     def log_prob_key(self) -> NestedKey:
         """The log-prob key of the probabilistic module."""
-        return self._last.log_prob_key
+        return self._last_module.log_prob_key
 
-    def get_dist_params(self, tensordict: TensorDictBase) -> TensorDictBase:
+    def _dist_sample(self, dist: D.Distribution, interaction_type: InteractionType | None = None,
+                     *, generator: torch.Generator | None = None) -> Any:
+        """See :meth:`ProbabilisticTensorDictModule._dist_sample`."""
+        return self._last_module._dist_sample(dist, interaction_type, generator=generator)
+
+    def get_dist_params(self, tensordict: TensorDictBase,
+                        tensordict_out: TensorDictBase | None = None,
+                        **kwargs: Any) -> TensorDictBase:
         """Run the deterministic part (writing the distribution's parameters)."""
-        modules = list(self._module_iter())[:-1]
-        for module in modules:
-            tensordict = module(tensordict)
+        if tensordict_out is not None:
+            tensordict_out.update(tensordict)
+            tensordict = tensordict_out
+        for module in list(self._module_iter())[:-1]:
+            out = module(tensordict, **kwargs)
+            if out is not None:
+                tensordict = out
         return tensordict
 
-    def get_dist(self, tensordict: TensorDictBase) -> D.Distribution:
+    def get_dist(self, tensordict: TensorDictBase,
+                 tensordict_out: TensorDictBase | None = None, **kwargs: Any) -> D.Distribution:
         """The distribution for ``tensordict`` (the deterministic part is run first)."""
-        return self._last.get_dist(self.get_dist_params(tensordict))
+        return self._last_module.get_dist(
+            self.get_dist_params(tensordict, tensordict_out, **kwargs))
 
-    def log_prob(self, tensordict: TensorDictBase) -> torch.Tensor | TensorDictBase:
+    def build_dist_from_params(self, tensordict: TensorDictBase) -> D.Distribution:
+        """The distribution from parameters already in ``tensordict``."""
+        return self._last_module.get_dist(tensordict)
+
+    def log_prob(self, tensordict: TensorDictBase,
+                 tensordict_out: TensorDictBase | None = None, *,
+                 dist: D.Distribution | None = None,
+                 **kwargs: Any) -> torch.Tensor | TensorDictBase:
         """The log-prob of the sample stored in ``tensordict``."""
-        return self._last.log_prob(tensordict, dist=self.get_dist(tensordict))
+        if dist is None:
+            dist = self.get_dist(tensordict, tensordict_out, **kwargs)
+        return self._last_module.log_prob(tensordict, dist=dist)
+
+    @dispatch(auto_batch_size=False)
+    @_set_skip_existing_None()
+    def forward(self, tensordict: TensorDictBase,
+                tensordict_out: TensorDictBase | None = None,
+                _requires_sample: bool | None = None, **kwargs: Any) -> TensorDictBase:
+        """Run the sequence (``_requires_sample=False``: stop before drawing)."""
+        if _requires_sample is None:
+            return self._run_modules(tensordict, tensordict_out, **kwargs)
+        td = self.get_dist_params(tensordict, tensordict_out, **kwargs)
+        return self._last_module(td, _requires_sample=_requires_sample)
 
     def _rebuild(self, modules: list[Any]) -> TensorDictSequential:
         items = list(modules[0].values()) if modules and isinstance(modules[0], Mapping) \

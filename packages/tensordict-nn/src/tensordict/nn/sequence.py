@@ -15,41 +15,45 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from torch import nn
 
-from tensordict import NestedKey, TensorDict, TensorDictBase
+from tensordict import LazyStackedTensorDict, NestedKey, TensorDict, TensorDictBase
 from tensordict.nn.common import (
-    TensorDictModuleBase,
+    TensorDictModule,
     _as_td_module,
-    _module_repr,
     _normalize_keys,
+    dispatch,
 )
+from tensordict.nn.utils import _set_skip_existing_None
 
 __all__ = ["TensorDictSequential"]
 
 
-def _graph_keys(modules: list[nn.Module]) -> tuple[list[NestedKey], list[NestedKey]]:
-    """(keys read but not produced earlier, every key produced), in order of appearance."""
-    in_keys: list[NestedKey] = []
-    out_keys: list[NestedKey] = []
-    for module in modules:
-        in_keys += [key for key in module.in_keys
-                    if key not in out_keys and key not in in_keys]
-        out_keys += [key for key in module.out_keys if key not in out_keys]
-    return in_keys, out_keys
+def _run_where_possible(module: nn.Module, tensordict: TensorDictBase, **kwargs: Any) -> None:
+    """Run ``module`` in place on the parts of a lazy stack that hold all its inputs
+    (recursively); a TensorDict missing some of them is left as it is."""
+    if not isinstance(tensordict, LazyStackedTensorDict):
+        return
+    for part in tensordict.tensordicts:
+        if all(part.get(key, None) is not None for key in module.in_keys):
+            module(part, **kwargs)
+        else:
+            _run_where_possible(module, part, **kwargs)
 
 
-class TensorDictSequential(TensorDictModuleBase):
+class TensorDictSequential(TensorDictModule):
     """Modules run in order on one TensorDict, each reading what the previous wrote.
 
     Args:
         *modules: TensorDict modules (anything with ``in_keys``/``out_keys``; a plain
             TensorDict -> TensorDict callable is wrapped in a :class:`WrapModule`), or a
             single ordered dict of named modules.
-        partial_tolerant: skip the modules whose inputs are missing instead of raising.
+        partial_tolerant: skip the modules whose inputs are missing instead of raising;
+            on a lazy stack, such a module still runs on the stacked TensorDicts that
+            hold its inputs.
         selected_out_keys: keep only these of the produced keys (see
             :meth:`select_out_keys`).
         inplace: ``None``/``True`` write into the input TensorDict, ``False`` returns a
@@ -57,7 +61,8 @@ class TensorDictSequential(TensorDictModuleBase):
             ``tensordict.empty()``.
 
     ``in_keys`` are the keys read and not produced by an earlier module; ``out_keys``
-    every key produced.
+    every key produced. The modules live in ``self.module`` (an ``nn.ModuleList``, or an
+    ``nn.ModuleDict`` when built from a dict).
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -71,6 +76,8 @@ class TensorDictSequential(TensorDictModuleBase):
     (tensor([2., 2.]), tensor([2., 2.]))
     """
 
+    partial_tolerant: bool = False
+
     def __init__(
         self,
         *modules: Callable[[TensorDictBase], TensorDictBase] | Mapping[str, Any],
@@ -78,32 +85,58 @@ class TensorDictSequential(TensorDictModuleBase):
         selected_out_keys: list[NestedKey] | None = None,
         inplace: bool | str | None = None,
     ) -> None:
-        super().__init__()
         if len(modules) == 1 and isinstance(modules[0], Mapping):
-            self.module: nn.Module = nn.ModuleDict(
+            container: nn.Module = nn.ModuleDict(
                 OrderedDict((name, _as_td_module(m)) for name, m in modules[0].items()))
         else:
-            self.module = nn.ModuleList([_as_td_module(m) for m in modules])
-        if inplace not in (None, True, False, "empty"):
-            raise ValueError(f"inplace must be None, True, False or 'empty', got {inplace!r}")
+            container = nn.ModuleList([_as_td_module(m) for m in modules])
+        in_keys, out_keys = self._compute_in_and_out_keys(list(container.children()))
+        super().__init__(container, in_keys=in_keys, out_keys=out_keys, inplace=inplace)
         self.partial_tolerant = partial_tolerant
-        self.inplace = inplace
-        self.in_keys, self.out_keys = _graph_keys(list(self._module_iter()))
         if selected_out_keys:
             self.select_out_keys(*_normalize_keys(selected_out_keys, "selected_out_keys"))
+
+    def _compute_in_and_out_keys(self, modules: Iterable[nn.Module]
+                                 ) -> tuple[list[NestedKey], list[NestedKey]]:
+        """(keys read but not produced by an earlier module, every key produced): inputs in
+        order of appearance, outputs in order of their last write (uses nothing of
+        ``self``: subclasses call it before ``__init__``).
+
+        >>> from tensordict.nn import TensorDictModule
+        >>> first = TensorDictModule(lambda x: x, in_keys=["x"], out_keys=["h"])
+        >>> second = TensorDictModule(lambda h, c: h, in_keys=["h", "c"], out_keys=["y"])
+        >>> TensorDictSequential._compute_in_and_out_keys(None, [first, second])
+        (['x', 'c'], ['h', 'y'])
+        """
+        in_keys: list[NestedKey] = []
+        out_keys: list[NestedKey] = []
+        for module in modules:
+            in_keys += [key for key in module.in_keys
+                        if key not in out_keys and key not in in_keys]
+            written = list(dict.fromkeys(module.out_keys))
+            out_keys = [key for key in out_keys if key not in written] + written
+        return in_keys, out_keys
 
     def _module_iter(self) -> Iterator[nn.Module]:
         modules = self._modules["module"]
         return iter(modules._modules.values())
 
+    @dispatch(auto_batch_size=False)
+    @_set_skip_existing_None()
     def forward(self, tensordict: TensorDictBase,
                 tensordict_out: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
         """Run every module on ``tensordict`` (see the class doc for ``inplace``)."""
+        return self._run_modules(tensordict, tensordict_out, **kwargs)
+
+    def _run_modules(self, tensordict: TensorDictBase,
+                     tensordict_out: TensorDictBase | None = None,
+                     **kwargs: Any) -> TensorDictBase:
         inplace = self.inplace is None or self.inplace is True
         td = tensordict if inplace and tensordict_out is None else tensordict.clone(False)
         partial_tolerant = self.partial_tolerant
         for module in self._modules["module"]._modules.values():
             if partial_tolerant and any(td.get(key, None) is None for key in module.in_keys):
+                _run_where_possible(module, td, **kwargs)
                 continue
             out = module(td, **kwargs)
             if out is not None:
@@ -169,6 +202,34 @@ class TensorDictSequential(TensorDictModuleBase):
     def __len__(self) -> int:
         return len(self.module)
 
+    def _refresh_keys(self) -> None:
+        """Recompute ``in_keys`` / ``out_keys`` after the modules changed."""
+        self.in_keys, self.out_keys = self._compute_in_and_out_keys(self._module_iter())
+
+    def __setitem__(self, index: int | str, module: nn.Module) -> None:
+        """Replace (or, by name in a dict-built sequence, add) a module.
+
+        >>> import torch
+        >>> from tensordict.nn import TensorDictModule
+        >>> seq = TensorDictSequential(TensorDictModule(torch.nn.Linear(2, 2), ["x"], ["y"]))
+        >>> seq[0] = TensorDictModule(torch.nn.Linear(2, 2), ["a"], ["b"])
+        >>> seq.in_keys, seq.out_keys
+        (['a'], ['b'])
+        """
+        container = self.module
+        if isinstance(container, nn.ModuleDict) and isinstance(index, int):
+            index = list(container.keys())[index]
+        container[index] = _as_td_module(module)
+        self._refresh_keys()
+
+    def __delitem__(self, index: int | slice | str) -> None:
+        """Remove a module (keys are recomputed)."""
+        container = self.module
+        if isinstance(container, nn.ModuleDict) and isinstance(index, int):
+            index = list(container.keys())[index]
+        del container[index]
+        self._refresh_keys()
+
     def __getitem__(self, index: int | slice | str) -> Any:
         if isinstance(index, slice):
             modules = list(self._module_iter())[index]
@@ -177,15 +238,4 @@ class TensorDictSequential(TensorDictModuleBase):
             return list(self._module_iter())[index]
         return self.module[index]
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            modules = self.__dict__.get("_modules", {}).get("module")
-            if isinstance(modules, nn.ModuleDict) and name in modules:
-                return modules[name]
-            raise
 
-    def __repr__(self) -> str:
-        return _module_repr(self, [("module", self.module), ("in_keys", self.in_keys),
-                                   ("out_keys", self.out_keys)])

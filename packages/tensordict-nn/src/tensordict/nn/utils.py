@@ -1,4 +1,5 @@
-"""Small helpers of tensordict.nn: the skip-existing switch, positive mappings, make_tensordict.
+"""Small helpers of tensordict.nn: global switches (skip-existing, tensor dispatch, composite
+log-prob aggregation) and positive mappings.
 
 >>> import torch
 >>> from tensordict.nn import mappings
@@ -11,21 +12,28 @@ from __future__ import annotations
 import functools
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
+from torch.nn import Buffer  # noqa: F401 (upstream exposes it here)
 
-from tensordict import TensorDict
+from tensordict import (  # noqa: F401 (upstream names of this module)
+    NestedKey,
+    make_tensordict,
+    unravel_key_list,
+)
 
 __all__ = [
     "add_custom_mapping",
     "biased_softplus",
+    "composite_lp_aggregate",
     "expln",
     "inv_softplus",
     "make_tensordict",
     "mappings",
+    "set_composite_lp_aggregate",
     "set_skip_existing",
     "skip_existing",
 ]
@@ -104,10 +112,24 @@ class _SwitchContext:
 _SKIP_EXISTING = _Switch(False)
 
 
+def _outputs_present(module: Any, tensordict: Any, in_key_attr: str, out_key_attr: str) -> bool:
+    """Whether every out key of ``module`` is in ``tensordict`` and none is also read."""
+    out_keys = getattr(module, out_key_attr)
+    in_keys = getattr(module, in_key_attr)
+    if any(key in in_keys for key in out_keys):
+        return False
+    return all(tensordict.get(key, None) is not None for key in out_keys if key != "_")
+
+
 class set_skip_existing(_SwitchContext):  # noqa: N801 (upstream name)
     """Make modules skip their work when all their ``out_keys`` are already present.
 
-    Usable as a context manager or a decorator. ``mode=None`` leaves the current value.
+    Usable as a context manager or a decorator. Decorating a module's
+    ``forward(self, tensordict, ...)`` sets the mode for the call and returns
+    ``tensordict`` unchanged when the mode is on and the outputs (read from the attribute
+    ``out_key_attr``, none of them an input listed in ``in_key_attr``) are all present;
+    ``mode=None`` keeps the current mode (as the built-in modules do). ``None`` is
+    not allowed as a context manager.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -129,9 +151,44 @@ class set_skip_existing(_SwitchContext):  # noqa: N801 (upstream name)
         self.in_key_attr = in_key_attr
         self.out_key_attr = out_key_attr
 
+    def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        in_key_attr, out_key_attr = self.in_key_attr, self.out_key_attr
+
+        def run(_self: Any, tensordict: Any, *args: Any, **kwargs: Any) -> Any:
+            if _SKIP_EXISTING.get() and _outputs_present(_self, tensordict, in_key_attr,
+                                                         out_key_attr):
+                return tensordict
+            return func(_self, tensordict, *args, **kwargs)
+
+        if self._value is None:
+            return functools.wraps(func)(run)
+
+        @functools.wraps(func)
+        def wrapper(_self: Any, tensordict: Any, *args: Any, **kwargs: Any) -> Any:
+            with self.clone():
+                return run(_self, tensordict, *args, **kwargs)
+
+        return wrapper
+
     def set(self) -> None:
         if self._value is not None:
             super().set()
+
+    def __enter__(self) -> None:
+        if self._value is None:
+            raise RuntimeError(
+                "It seems you are using set_skip_existing as a context manager with ``None`` "
+                "input. This behaviour is not allowed."
+            )
+        super().__enter__()
+
+
+class _set_skip_existing_None(set_skip_existing):  # noqa: N801 (upstream name)
+    """Decorator of a module's ``forward``: skip the call when :func:`skip_existing` is on
+    and the module's outputs are all present (the mode itself is left as it is)."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
 
 
 def skip_existing() -> bool:
@@ -142,6 +199,71 @@ def skip_existing() -> bool:
     False
     """
     return bool(_SKIP_EXISTING.get())
+
+
+_DISPATCH = _Switch(True)
+
+
+def _dispatch_td_nn_modules() -> bool:
+    """Whether modules called with tensors instead of a TensorDict build one (see
+    :func:`~tensordict.nn.dispatch`)."""
+    return bool(_DISPATCH.get())
+
+
+class _set_dispatch_td_nn_modules(_SwitchContext):  # noqa: N801 (upstream name)
+    """Context manager / decorator turning the tensor dispatch of modules on or off: when
+    off, ``module(x)`` hands ``x`` to ``forward`` as it is."""
+
+    _switch = _DISPATCH
+
+    def __init__(self, mode: bool) -> None:
+        super().__init__(bool(mode), False)
+
+
+_LP_AGGREGATE = _Switch(False)
+
+
+def composite_lp_aggregate(nowarn: bool = False) -> bool:
+    """Whether composite log-probs (and entropies) are summed into one tensor (default
+    ``False``: a TensorDict with one ``<name>_log_prob`` entry per component).
+
+    >>> composite_lp_aggregate()
+    False
+    """
+    return bool(_LP_AGGREGATE.get())
+
+
+class set_composite_lp_aggregate(_SwitchContext):  # noqa: N801 (upstream name)
+    """Context manager / decorator choosing whether composite log-probs are summed;
+    ``set_composite_lp_aggregate(mode).set()`` sets it for good (until ``.unset()``).
+
+    >>> with set_composite_lp_aggregate(True):
+    ...     composite_lp_aggregate()
+    True
+    >>> switch = set_composite_lp_aggregate(True)
+    >>> switch.set(); composite_lp_aggregate()
+    True
+    >>> switch.unset(); composite_lp_aggregate()
+    False
+    """
+
+    _switch = _LP_AGGREGATE
+
+    def __init__(self, mode: bool = True, *, thread_local: bool = False) -> None:
+        super().__init__(bool(mode), thread_local)
+
+    def set(self) -> None:
+        """Apply the mode for good (:meth:`unset` puts the previous one back)."""
+        switch = self._switch
+        self._before_set = switch.local if self._thread_local else switch.default
+        super().set()
+
+    def unset(self) -> None:
+        """Put back the mode that :meth:`set` replaced."""
+        if "_before_set" not in self.__dict__:
+            raise RuntimeError("set_composite_lp_aggregate.unset() called before set()")
+        attr = "local" if self._thread_local else "default"
+        setattr(self._switch, attr, self.__dict__.pop("_before_set"))
 
 
 # -- positive mappings ---------------------------------------------------------------
@@ -233,26 +355,3 @@ def mappings(key: str) -> Callable[[torch.Tensor], torch.Tensor]:
     raise NotImplementedError(
         f"Unknown mapping {key}; known: {sorted(_MAPPINGS)} and biased_softplus_<bias>_<min>"
     )
-
-
-# -- construction ---------------------------------------------------------------------
-def make_tensordict(
-    input_dict: dict[str, Any] | None = None,
-    batch_size: Sequence[int] | torch.Size | int | None = None,
-    device: torch.device | str | None = None,
-    auto_batch_size: bool | None = None,
-    **kwargs: Any,
-) -> TensorDict:
-    """A TensorDict from a dict or from keyword arguments (``batch_size=[]`` unless given
-    or ``auto_batch_size=True``).
-
-    >>> import torch
-    >>> make_tensordict(a=torch.zeros(3, 2), batch_size=[3])
-    TensorDict(batch_size=[3], fields={a: f32[2]})
-    """
-    if input_dict is not None and kwargs:
-        raise ValueError("make_tensordict takes either input_dict or keyword arguments")
-    source = input_dict if input_dict is not None else kwargs
-    if batch_size is None and auto_batch_size:
-        return TensorDict(source, batch_size="auto", device=device)
-    return TensorDict(source, batch_size=batch_size, device=device)

@@ -24,42 +24,24 @@ from torch import distributions as D
 
 from tensordict import NestedKey, TensorDict, TensorDictBase, unravel_key
 from tensordict.nn.distributions.utils import deterministic_sample
-from tensordict.nn.utils import _Switch, _SwitchContext
+from tensordict.nn.utils import composite_lp_aggregate, set_composite_lp_aggregate
 
 __all__ = ["CompositeDistribution", "composite_lp_aggregate", "set_composite_lp_aggregate"]
 
-_LP_AGGREGATE = _Switch(False)
 
+def _add_suffix(key: NestedKey, suffix: str) -> NestedKey:
+    """``key`` with ``suffix`` appended to its last part.
 
-def composite_lp_aggregate(nowarn: bool = False) -> bool:
-    """Whether composite log-probs (and entropies) are summed into one tensor (default
-    ``False``: a TensorDict with one ``<name>_log_prob`` entry per component).
-
-    >>> composite_lp_aggregate()
-    False
+    >>> _add_suffix("a", "_log_prob"), _add_suffix(("a", "b"), "_log_prob")
+    ('a_log_prob', ('a', 'b_log_prob'))
     """
-    return bool(_LP_AGGREGATE.get())
-
-
-class set_composite_lp_aggregate(_SwitchContext):  # noqa: N801 (upstream name)
-    """Context manager / decorator choosing whether composite log-probs are summed.
-
-    >>> with set_composite_lp_aggregate(True):
-    ...     composite_lp_aggregate()
-    True
-    """
-
-    _switch = _LP_AGGREGATE
-
-    def __init__(self, mode: bool = True, *, thread_local: bool = False) -> None:
-        super().__init__(bool(mode), thread_local)
-
-
-def _suffixed(key: NestedKey, suffix: str) -> NestedKey:
-    """``("a", "b")`` -> ``("a", "b" + suffix)``."""
     if isinstance(key, str):
         return key + suffix
     return (*key[:-1], key[-1] + suffix)
+
+
+def _shape(sample_shape: Any) -> torch.Size:
+    return torch.Size(() if sample_shape is None else sample_shape)
 
 
 class CompositeDistribution(D.Distribution):
@@ -76,7 +58,8 @@ class CompositeDistribution(D.Distribution):
 
     ``log_prob`` and ``entropy`` return a TensorDict of per-component values
     (``<key>_log_prob``, ``<key>_entropy``), or their sum over each component's
-    non-batch dims when ``set_composite_lp_aggregate(True)`` is active.
+    non-batch dims when ``set_composite_lp_aggregate(True)`` is active. Like upstream,
+    ``has_rsample`` is ``False``: ``sample`` never carries gradients, ``rsample`` does.
 
     >>> import torch
     >>> from torch import distributions as D
@@ -96,7 +79,6 @@ class CompositeDistribution(D.Distribution):
                  log_prob_key: NestedKey | None = None,
                  entropy_key: NestedKey | None = None) -> None:
         extra = {unravel_key(k): v for k, v in (extra_kwargs or {}).items()}
-        names = {unravel_key(k): unravel_key(v) for k, v in (name_map or {}).items()}
         dists = {}
         for key, dist_class in distribution_map.items():
             key = unravel_key(key)
@@ -106,11 +88,18 @@ class CompositeDistribution(D.Distribution):
                                f"(params keys: {list(params.keys(True, True))})")
             kwargs = dict(dist_params.items()) if isinstance(dist_params, TensorDictBase) \
                 else {}
-            dists[names.get(key, key)] = dist_class(**kwargs, **extra.get(key, {}))
-        self.dists: dict[NestedKey, D.Distribution] = dists
-        self.log_prob_key = log_prob_key if log_prob_key is not None else "sample_log_prob"
-        self.entropy_key = entropy_key if entropy_key is not None else "entropy"
-        super().__init__(params.batch_size, validate_args=False)
+            dists[key] = dist_class(**kwargs, **extra.get(key, {}))
+        self._setup(params.batch_size, dists, name_map, log_prob_key, entropy_key)
+
+    def _setup(self, batch_size: torch.Size, dists: dict[NestedKey, D.Distribution],
+               name_map: dict[NestedKey, NestedKey] | None, log_prob_key: NestedKey | None,
+               entropy_key: NestedKey | None) -> None:
+        names = {unravel_key(k): unravel_key(v) for k, v in (name_map or {}).items()}
+        self.dists: dict[NestedKey, D.Distribution] = {
+            names.get(unravel_key(k), unravel_key(k)): d for k, d in dists.items()}
+        self._log_prob_key = "sample_log_prob" if log_prob_key is None else log_prob_key
+        self._entropy_key = "entropy" if entropy_key is None else entropy_key
+        D.Distribution.__init__(self, batch_size, validate_args=False)
 
     @classmethod
     def from_distributions(cls, params: TensorDictBase,
@@ -129,13 +118,18 @@ class CompositeDistribution(D.Distribution):
         torch.Size([2])
         """
         self = cls.__new__(cls)
-        names = {unravel_key(k): unravel_key(v) for k, v in (name_map or {}).items()}
-        self.dists = {names.get(unravel_key(k), unravel_key(k)): d
-                      for k, d in distributions.items()}
-        self.log_prob_key = log_prob_key if log_prob_key is not None else "sample_log_prob"
-        self.entropy_key = entropy_key if entropy_key is not None else "entropy"
-        D.Distribution.__init__(self, params.batch_size, validate_args=False)
+        self._setup(params.batch_size, distributions, name_map, log_prob_key, entropy_key)
         return self
+
+    @property
+    def log_prob_key(self) -> NestedKey:
+        """Where the summed log-prob is written (``"sample_log_prob"`` by default)."""
+        return self._log_prob_key
+
+    @property
+    def entropy_key(self) -> NestedKey:
+        """Where the summed entropy is written (``"entropy"`` by default)."""
+        return self._entropy_key
 
     # -- values ------------------------------------------------------------------------
     def _per_key(self, fn: Callable[[D.Distribution], torch.Tensor],
@@ -143,18 +137,33 @@ class CompositeDistribution(D.Distribution):
         return TensorDict({key: fn(dist) for key, dist in self.dists.items()},
                           batch_size=batch_size)
 
-    def sample(self, sample_shape: tuple[int, ...] | torch.Size = torch.Size()) -> TensorDict:
-        shape = torch.Size(sample_shape)
+    def sample(self, shape: Any = None) -> TensorDict:  # type: ignore[override]
+        shape = _shape(shape)
         return self._per_key(lambda d: d.sample(shape), shape + self.batch_shape)
 
-    def rsample(self, sample_shape: tuple[int, ...] | torch.Size = torch.Size()) -> TensorDict:
-        shape = torch.Size(sample_shape)
-        return self._per_key(lambda d: d.rsample(shape) if d.has_rsample else d.sample(shape),
-                             shape + self.batch_shape)
+    def rsample(self, shape: Any = None) -> TensorDict:  # type: ignore[override]
+        shape = _shape(shape)
+        return self._per_key(lambda d: d.rsample(shape), shape + self.batch_shape)
 
-    @property
-    def has_rsample(self) -> bool:  # type: ignore[override]
-        return all(d.has_rsample for d in self.dists.values())
+    def sample_and_log_prob(self, shape: Any = None) -> tuple[TensorDict, Any]:
+        """A sample and its log-prob (see :meth:`log_prob`).
+
+        >>> import torch
+        >>> from torch import distributions as D
+        >>> from tensordict import TensorDict
+        >>> dist = CompositeDistribution.from_distributions(
+        ...     TensorDict(batch_size=[2]), {"a": D.Normal(torch.zeros(2), torch.ones(2))})
+        >>> sample, log_prob = dist.sample_and_log_prob((3,))
+        >>> log_prob["a_log_prob"].shape
+        torch.Size([3, 2])
+        """
+        sample = self.sample(shape)
+        return sample, self.log_prob(sample)
+
+    def rsample_and_log_prob(self, shape: Any = None) -> tuple[TensorDict, Any]:
+        """A reparameterized sample and its log-prob (see :meth:`log_prob`)."""
+        sample = self.rsample(shape)
+        return sample, self.log_prob(sample)
 
     @property
     def mode(self) -> TensorDict:
@@ -169,23 +178,42 @@ class CompositeDistribution(D.Distribution):
         """Each component's deterministic sample (see ``InteractionType.DETERMINISTIC``)."""
         return self._per_key(deterministic_sample, self.batch_shape)
 
+    def cdf(self, sample: TensorDictBase) -> TensorDictBase:
+        """Write each component's cdf at ``<key>_cdf`` in ``sample`` (returned)."""
+        for key, dist in self.dists.items():
+            sample.set(_add_suffix(key, "_cdf"), dist.cdf(sample.get(key)))
+        return sample
+
+    def icdf(self, sample: TensorDictBase) -> TensorDictBase:
+        """Write each component's icdf of ``<key>_cdf`` at ``<key>_icdf`` in ``sample``."""
+        for key, dist in self.dists.items():
+            sample.set(_add_suffix(key, "_icdf"), dist.icdf(sample.get(_add_suffix(key, "_cdf"))))
+        return sample
+
     # -- log-prob and entropy ----------------------------------------------------------
-    def _combine(self, values: dict[NestedKey, torch.Tensor], suffix: str, aggregate: bool,
-                 batch_size: torch.Size) -> torch.Tensor | TensorDict:
-        if not aggregate:
-            return TensorDict({_suffixed(k, suffix): v for k, v in values.items()},
-                              batch_size=batch_size)
+    @staticmethod
+    def _sum(values: dict[NestedKey, torch.Tensor], batch_size: torch.Size) -> Any:
+        """The sum of the values, each summed over its dims after ``batch_size``."""
         ndim = len(batch_size)
         total = 0
         for value in values.values():
             total = total + (value.flatten(ndim).sum(-1) if value.ndim > ndim else value)
         return total
 
-    def log_prob(self, sample: TensorDictBase, *,  # type: ignore[override]
-                 aggregate_probabilities: bool | None = None) -> torch.Tensor | TensorDict:
-        """Per-component ``<key>_log_prob`` TensorDict, or their sum (see class doc)."""
-        aggregate = composite_lp_aggregate() if aggregate_probabilities is None \
-            else aggregate_probabilities
+    def _combine(self, values: dict[NestedKey, torch.Tensor], suffix: str, aggregate: bool,
+                 batch_size: torch.Size, sum_key: NestedKey | None = None) -> Any:
+        if aggregate:
+            return self._sum(values, batch_size)
+        out = TensorDict({_add_suffix(k, suffix): v for k, v in values.items()},
+                         batch_size=batch_size)
+        if sum_key is not None:
+            out.set(sum_key, self._sum(values, batch_size))
+        return out
+
+    def _log_probs(self, sample: Any) -> dict[NestedKey, torch.Tensor]:
+        if not isinstance(sample, TensorDictBase):
+            raise RuntimeError(f"Expected a tensordict sample, but got a "
+                               f"{type(sample).__name__} instead.")
         values = {}
         for key, dist in self.dists.items():
             value = sample.get(key, None)
@@ -193,18 +221,24 @@ class CompositeDistribution(D.Distribution):
                 raise KeyError(f"CompositeDistribution.log_prob: the sample has no entry "
                                f"{key!r} (keys: {list(sample.keys(True, True))})")
             values[key] = dist.log_prob(value)
-        return self._combine(values, "_log_prob", aggregate, sample.batch_size)
+        return values
 
-    def log_prob_composite(self, sample: TensorDictBase) -> TensorDict:
-        """The per-component log-probs, whatever :func:`composite_lp_aggregate` says."""
-        return self.log_prob(sample, aggregate_probabilities=False)
-
-    def entropy(self, samples_mc: int = 1, *,  # type: ignore[override]
-                aggregate_probabilities: bool | None = None) -> torch.Tensor | TensorDict:
-        """Per-component ``<key>_entropy`` TensorDict, or their sum; components without a
-        closed-form entropy use a Monte-Carlo estimate from ``samples_mc`` samples."""
+    def log_prob(self, sample: TensorDictBase, *,  # type: ignore[override]
+                 aggregate_probabilities: bool | None = None) -> torch.Tensor | TensorDict:
+        """Per-component ``<key>_log_prob`` TensorDict, or their sum (see class doc)."""
         aggregate = composite_lp_aggregate() if aggregate_probabilities is None \
             else aggregate_probabilities
+        return self._combine(self._log_probs(sample), "_log_prob", aggregate,
+                             sample.batch_size)
+
+    def log_prob_composite(self, sample: TensorDictBase, *,
+                           include_sum: bool | None = None) -> TensorDict:
+        """The per-component log-probs, whatever :func:`composite_lp_aggregate` says; with
+        ``include_sum`` their sum too, at :attr:`log_prob_key`."""
+        return self._combine(self._log_probs(sample), "_log_prob", False, sample.batch_size,
+                             self.log_prob_key if include_sum else None)
+
+    def _entropies(self, samples_mc: int) -> dict[NestedKey, torch.Tensor]:
         values = {}
         for key, dist in self.dists.items():
             try:
@@ -213,12 +247,28 @@ class CompositeDistribution(D.Distribution):
                 draws = dist.rsample((samples_mc,)) if dist.has_rsample \
                     else dist.sample((samples_mc,))
                 values[key] = -dist.log_prob(draws).mean(0)
-        return self._combine(values, "_entropy", aggregate, self.batch_shape)
+        return values
+
+    def entropy(self, samples_mc: int = 1, *,  # type: ignore[override]
+                aggregate_probabilities: bool | None = None,
+                include_sum: bool | None = None) -> torch.Tensor | TensorDict:
+        """Per-component ``<key>_entropy`` TensorDict (with their sum at
+        :attr:`entropy_key` if ``include_sum``), or the sum alone when aggregating;
+        components without a closed-form entropy use ``samples_mc`` samples."""
+        aggregate = composite_lp_aggregate() if aggregate_probabilities is None \
+            else aggregate_probabilities
+        return self._combine(self._entropies(samples_mc), "_entropy", aggregate,
+                             self.batch_shape, self.entropy_key if include_sum else None)
+
+    def entropy_composite(self, samples_mc: int = 1, *,
+                          include_sum: bool | None = None) -> TensorDict:
+        """The per-component entropies, whatever :func:`composite_lp_aggregate` says."""
+        return self.entropy(samples_mc, aggregate_probabilities=False, include_sum=include_sum)
 
     @property
     def log_prob_keys(self) -> list[NestedKey]:
         """The per-component log-prob keys."""
-        return [_suffixed(key, "_log_prob") for key in self.dists]
+        return [_add_suffix(key, "_log_prob") for key in self.dists]
 
     @property
     def sample_keys(self) -> list[NestedKey]:
