@@ -512,3 +512,14 @@ def test_where_with_pad_keeps_the_leaves_of_both_and_fills_out():
     assert torch.equal(out["z"], torch.tensor([5.0, 0.0]))
     assert torch.equal(out["y"], torch.tensor([0.0, 7.0]))
     assert torch.equal(out["x"][1], torch.zeros(3))
+
+
+def test_expand_as_right_broadcasts_size_one_dims_and_names_bad_shapes():
+    from tensordict.utils import expand_as_right, expand_right
+
+    mask = torch.ones(2, 1, dtype=torch.bool)
+    assert expand_as_right(mask, torch.zeros(2, 3, 1)).shape == (2, 3, 1)
+    assert expand_right(torch.arange(2.0), (2, 3)).shape == (2, 3)
+    assert expand_as_right(TensorDict(a=1.0), torch.zeros(2)).batch_size == (2,)
+    with pytest.raises(RuntimeError, match=r"\(2, 2\).*\(2, 3, 1\)"):
+        expand_as_right(torch.ones(2, 2), torch.zeros(2, 3, 1))

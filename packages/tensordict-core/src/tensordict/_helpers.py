@@ -55,16 +55,18 @@ def expand_as_right(tensor: Any, dest: Any) -> Any:
 
     >>> expand_as_right(torch.ones(2), torch.zeros(2, 3)).shape
     torch.Size([2, 3])
+    >>> expand_as_right(torch.ones(2, 1), torch.zeros(2, 3, 1)).shape  # size-1 dims broadcast
+    torch.Size([2, 3, 1])
     """
     if dest.ndim < tensor.ndim:
         raise RuntimeError(
             f"expand_as_right needs a destination with at least as many dims as the input: "
             f"got {tuple(tensor.shape)} and {tuple(dest.shape)}"
         )
-    if tensor.shape != dest.shape[: tensor.ndim]:
+    if any(t not in (1, d) for t, d in zip(tensor.shape, dest.shape)):
         raise RuntimeError(
-            f"expand_as_right needs the input shape {tuple(tensor.shape)} to lead the "
-            f"destination shape {tuple(dest.shape)}"
+            f"expand_as_right needs the input shape {tuple(tensor.shape)} to lead (or "
+            f"broadcast to) the destination shape {tuple(dest.shape)}"
         )
     if not isinstance(tensor, torch.Tensor):  # a tensor collection
         return tensor.reshape(tuple(tensor.shape) + (1,) * (dest.ndim - tensor.ndim)).expand(
