@@ -256,8 +256,10 @@ def test_map_without_tqdm_warns_and_runs():
 def test_map_ctrl_c_stops_the_pool(tmp_path):
     pids = tmp_path / "pids"
     proc = _run_script(f"""
-        import os, time, torch
+        import os, signal, time, torch
         from tensordict import TensorDict
+        # a shell without job control starts background jobs with SIGINT ignored
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         def slow(td):
             with open({str(pids)!r}, "a") as f:
                 f.write(f"{{os.getpid()}}\\n")
