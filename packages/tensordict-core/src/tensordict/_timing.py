@@ -69,7 +69,7 @@ class timeit:  # noqa: N801  (upstream's name)
 
     @staticmethod
     def print(prefix: str | None = None) -> None:  # noqa: A003
-        """Log, name by name, the mean and total time (``prefix -- `` first if given).
+        """Log, name by name, the mean and total time (after ``prefix`` if given).
 
         >>> timeit._REG["demo"] = [0.002, 0.004, 2]
         >>> timeit.print()  # logs "demo took  2.0 msec (total = 0.004 sec)"
