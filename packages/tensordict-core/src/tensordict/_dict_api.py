@@ -109,9 +109,9 @@ class DictMixin(RestructureMixin, MetadataMixin):
         (tensor([0.]), None, 0)
         """
         default = kwargs.pop("default", args[0] if args else NO_DEFAULT)
-        unexpected = kwargs.keys() - _STACK_READ_OPTIONS
-        if unexpected:
-            raise TypeError(f"get() got unexpected arguments {sorted(unexpected)}")
+        if kwargs and kwargs.keys() - _STACK_READ_OPTIONS:
+            unexpected = sorted(kwargs.keys() - _STACK_READ_OPTIONS)
+            raise TypeError(f"get() got unexpected arguments {unexpected}")
         if default is NO_DEFAULT and get_defaults_to_none():
             default = None
         return self._get_path(key, default)

@@ -183,17 +183,8 @@ class MetaData(NonTensorData):
     _data_type: type | None = None
     _typed: dict[tuple[type, type], type[MetaData]] = {}
 
-    def __init__(
-        self,
-        data: Any,
-        _metadata: Any = None,
-        _is_non_tensor: bool = True,
-        *,
-        batch_size: Sequence[int] | torch.Size | None = None,
-        device: Any = None,
-        names: Sequence[str | None] | None = None,
-    ) -> None:
-        super().__init__(data, _metadata, batch_size=batch_size, device=device, names=names)
+    def __init__(self, data: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(data, *args, **kwargs)
         expected = self._data_type
         if expected is not None and not isinstance(self.data, expected):
             raise TypeError(f"Expected data of type {expected.__name__}, "
