@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from tensordict._base import TensorDictBase, is_tensor_collection
+from tensordict._base import TensorDictBase, is_tensor_collection, is_tensorclass
 from tensordict._keys import is_leaf_nontensor
 
 
@@ -139,6 +139,8 @@ def assert_close(actual: Any, expected: Any, rtol: float | None = None,
     if not is_tensor_collection(actual) or not is_tensor_collection(expected):
         raise TypeError(f"assert_close compares tensor collections, got "
                         f"{type(actual).__name__} and {type(expected).__name__}")
+    # a tensorclass's non-tensor fields read as plain values: compare their storage
+    actual, expected = (x._tensordict if is_tensorclass(x) else x for x in (actual, expected))
     keys = set(actual.keys(True, True, is_leaf=is_leaf_nontensor))
     other = set(expected.keys(True, True, is_leaf=is_leaf_nontensor))
     if intersection:

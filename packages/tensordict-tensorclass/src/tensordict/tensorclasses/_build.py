@@ -153,10 +153,13 @@ def _build(cls: type, options: Options) -> None:
     """Turn ``cls`` (already a TensorClassBase subclass) into a tensorclass, in place."""
     install_plugin_methods(TensorClassBase)  # plugins registered since the last class
     documented = cls.__dict__.get("__doc__") is not None
+    own = cls.__dict__.get("__annotations__", {})
     if "_tc_options" not in cls.__dict__:  # not when the decorator re-options a TensorClass
+        for name in own:  # a member inherited from TensorClassBase (``data``) is no default
+            if name not in cls.__dict__ and hasattr(TensorClassBase, name):
+                setattr(cls, name, dataclasses.field())
         dataclasses.dataclass(cls, init=True, repr=False, eq=False, kw_only=options.kw_only)
     fields = list(dataclasses.fields(cls))
-    own = cls.__dict__.get("__annotations__", {})
     _check_names([f.name for f in fields if f.name in own], options)
     annotations = _fields.resolved_annotations(cls, fields)
     if options.tensor_only:
