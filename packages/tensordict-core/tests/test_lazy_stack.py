@@ -353,6 +353,22 @@ def test_setitem_by_index_writes_through():
     assert [td["i"][1].item() for td in parts] == [7, 3, 3]
 
 
+def test_ragged_stack_written_at_a_tensor_index_of_another_dim():
+    """A replay buffer's write: a ragged lazy stack (stack_dim=1) into a preallocated one,
+    at rows picked by a tensor; each part takes its own piece, nothing is densified."""
+    source = lazy_stack([TensorDict(a=torch.rand(5, 4, 8), batch_size=[5]),
+                         TensorDict(a=torch.rand(5, 3, 8), batch_size=[5])], 1)
+    storage = torch.empty_like(source[0].expand(6, 2))
+    rows = torch.tensor([5, 0, 1, 2, 3])
+    storage.update_at_(source, rows)
+    for part, src in zip(storage.tensordicts, source.tensordicts):
+        assert torch.equal(part["a"][rows], src["a"])
+    storage[torch.tensor([1, 2])] = source[3:]
+    assert torch.equal(storage.tensordicts[1]["a"][1:3], source.tensordicts[1]["a"][3:])
+    with pytest.raises(KeyError, match="missing"):
+        storage.update_at_(TensorDict(missing=torch.zeros(2, 2), batch_size=[2, 2]), rows[:2])
+
+
 def test_updates_write_through():
     parts = make_parts(2)
     stack = lazy_stack(parts)

@@ -343,6 +343,13 @@ class DictMixin(RestructureMixin, MetadataMixin):
         >>> td.update_at_({"a": 1.0, "n": {"b": 2.0}}, 1)["n", "b"]
         tensor([0., 2., 0.])
         """
+        if isinstance(input_dict_or_td, TensorDictBase):  # one indexed write, part by part
+            source = input_dict_or_td if keys_to_update is None else \
+                input_dict_or_td.select(*keys_to_update, strict=False)
+            for key in source.keys(True, True):  # its entries are not read (may be ragged)
+                self._existing_parent(key_to_path(key))
+            self._set_at_index(idx, source)
+            return self
         for key, value in self._existing_items(input_dict_or_td, keys_to_update, clone):
             self._write_at(key_to_path(key), idx, value)
         return self

@@ -512,14 +512,14 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
         sd = self._stack_dim
         parts += (slice(None),) * (sd + 1 - len(parts))
         chosen, rest = _part_choice(parts[sd]), parts[:sd] + parts[sd + 1:]
-        if chosen is not None and all(p.__class__ in (int, slice) for p in rest):
+        if chosen is not None and _dims_in_place(rest, parts[sd]):
             if chosen.__class__ is int:
                 _set_part(self.tensordicts[chosen], rest, value)
                 return
             targets = self.tensordicts[chosen] if chosen.__class__ is slice else \
                 [self.tensordicts[i] for i in chosen]
             sub_batch = indexed_batch_size(self._batch_size, parts)
-            sub_dim = sum(p.__class__ is slice for p in parts[:sd])  # the stack dim, indexed
+            sub_dim = sum(p.__class__ is not int for p in parts[:sd])  # the stack dim, indexed
             pieces = _split_value(value, sub_batch, sub_dim, len(targets))
             if pieces is not None:
                 for td, piece in zip(targets, pieces):
@@ -656,6 +656,17 @@ def _part_choice(part: Any) -> int | slice | list[int] | None:
     if isinstance(part, _Tensor) and part.ndim == 1:
         return (part.nonzero().squeeze(-1) if part.dtype is torch.bool else part).tolist()
     return None
+
+
+def _dims_in_place(rest: tuple[Any, ...], stack_part: Any) -> bool:
+    """Whether ``td[index]`` keeps its dims in order, so each part can take its own piece:
+    ``rest`` (the index of the other dims) holds ints and slices, or slices and one 1-D
+    tensor while the stack dim takes a slice (no dims moved to the front)."""
+    tensors = [p for p in rest if p.__class__ not in (int, slice)]
+    if not tensors:
+        return True
+    return (len(tensors) == 1 and isinstance(tensors[0], _Tensor) and tensors[0].ndim == 1
+            and stack_part.__class__ is slice and all(p.__class__ is not int for p in rest))
 
 
 def _set_part(td: Any, rest: tuple[Any, ...], value: Any) -> None:
