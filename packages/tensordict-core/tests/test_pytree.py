@@ -50,8 +50,33 @@ def test_zero_dim_and_empty_and_device():
     out = tree_map(lambda t: t + 1, td)
     assert out.device == torch.device("cpu") and out["a"] == 1
     empty = TensorDict(batch_size=[4])
-    leaves, spec = tree_flatten(empty)
-    assert leaves == [] and tree_unflatten([], spec).batch_size == torch.Size([4])
+    leaves, spec = tree_flatten(empty)  # one zero-size leaf carries the batch size
+    assert [leaf.shape for leaf in leaves] == [torch.Size([4, 0])]
+    rebuilt = tree_unflatten(leaves, spec)
+    assert rebuilt.batch_size == torch.Size([4]) and list(rebuilt.keys()) == []
+
+
+def test_vmap_over_a_tensordict_without_tensors():
+    """TorchRL's value estimators vmap a network over an empty selection of the data."""
+    out = torch.vmap(lambda t: t.set("v", torch.ones(*t.shape, 1)), (0,))(
+        TensorDict(batch_size=[2, 4]))
+    assert out.batch_size == torch.Size([2, 4]) and out["v"].shape == torch.Size([2, 4, 1])
+    text = torch.vmap(lambda t: t)(TensorDict(s="x", batch_size=[3]))
+    assert text.batch_size == torch.Size([3]) and text["s"] == "x"
+
+
+def test_vmap_leaves_made_inside_count_as_mapped():
+    td = TensorDict(a=torch.arange(6.).reshape(3, 2), batch_size=[3, 2])
+    out = torch.vmap(lambda t: t.set("made", torch.zeros(2)))(td)
+    assert out.batch_size == torch.Size([3, 2]) and out["made"].shape == torch.Size([3, 2])
+
+
+def test_vmap_one_element_out_dims_for_one_tensordict():
+    td = TensorDict(x=torch.arange(6.).reshape(3, 2), batch_size=[3])
+    out = torch.vmap(lambda t: t.set("y", t["x"] * 2), (0,), (0,))(td)
+    assert out.batch_size == torch.Size([3]) and torch.equal(out["y"], td["x"] * 2)
+    moved = torch.vmap(lambda t: t.set("y", t["x"] * 2), (0,), (1,))(td)
+    assert moved["y"].shape == torch.Size([2, 3])
 
 
 def test_pytree_nested_in_containers():
@@ -120,10 +145,13 @@ def test_vmap_square_shapes_are_not_confused():
     assert sizes == [torch.Size([])]
 
 
-def test_vmap_out_dims_tuple_for_single_output_is_rejected():
-    # vmap compares out_dims with the output structure; a TensorDict is one node
+def test_vmap_out_dims_must_match_the_outputs():
+    # a one-element tuple stands for the one TensorDict returned; other mismatches raise
+    td = TensorDict(a=torch.zeros(2, 3, 4), batch_size=[2, 3])
+    out = torch.vmap(lambda t: t, 0, out_dims=(1,))(td)
+    assert out.batch_size == torch.Size([3, 2]) and out["a"].shape == torch.Size([3, 2, 4])
     with pytest.raises(ValueError, match="out_dims"):
-        torch.vmap(lambda t: t, 0, out_dims=(1,))(_td())
+        torch.vmap(lambda t: t, 0, out_dims=(1, 0))(_td())
 
 
 def test_lazy_stack_flattens_into_its_tensordicts():

@@ -13,8 +13,16 @@ leaves:
   the leaves keep their number of feature dims and the batch size is the leading shape
   they share (at most as many dims as before).
 
-No part of functorch is patched. Inside ``torch.compile`` dynamo cannot call functorch's
-introspection functions, so there only the leaves' shapes guide the rebuilt batch size.
+A TensorDict with batch dims (or any, inside ``vmap``) but no tensor leaf gets one child
+more: a zero-size tensor of shape ``batch_size + (0,)`` that carries the batch size, so
+``vmap`` has a tensor to map over (``vmap(f)(TensorDict(batch_size=[4]))`` calls ``f`` on a
+batch of ``[]``); it is dropped on rebuilding.
+
+Functorch is left as it is but for its output step, which is wrapped to say which vmap
+level is being left (so leaves made inside ``vmap`` without the mapped dim count as mapped:
+vmap expands them) and to read ``out_dims=(d,)`` as ``d`` when the function returns one
+TensorDict, as torch reads it for one tensor. Inside ``torch.compile`` dynamo cannot call
+functorch's introspection functions, so there only the leaves' shapes guide the rebuilt batch size.
 
 A ``LazyStackedTensorDict`` is flattened into its TensorDicts: ``vmap`` can return lazy
 stacks (the mapped dim is put before the stack dim) and take them with ``in_dims=None``,
@@ -33,13 +41,15 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
+from torch._functorch import vmap as _vmap_impl
 from torch.utils import _pytree as pytree
 
-from tensordict._base import TensorDictBase
+from tensordict._base import TensorDictBase, is_tensor_collection
 from tensordict._td import TensorDict
 
 _functorch = torch._C._functorch
@@ -53,17 +63,19 @@ class _Context:
     leaf used to detect vmap entering or leaving.
     """
 
-    __slots__ = ("cls", "keys", "batch_size", "names", "device", "non_tensor", "probe")
+    __slots__ = ("cls", "keys", "batch_size", "names", "device", "non_tensor", "probe",
+                 "carrier")
 
     def __init__(self, cls: type, keys: tuple[str, ...], batch_size: torch.Size,
                  names: tuple[str | None, ...] | None, device: torch.device | None,
                  non_tensor: tuple[tuple[str, Any], ...], probe: tuple[int, int, Any]) -> None:
         self.cls, self.keys, self.batch_size, self.names = cls, keys, batch_size, names
         self.device, self.non_tensor, self.probe = device, non_tensor, probe
+        self.carrier = False  # the last child is the batch-size carrier, not an entry
 
     def _key(self) -> tuple[Any, ...]:
         return (self.cls, self.keys, len(self.batch_size), self.device,
-                tuple(key for key, _ in self.non_tensor))
+                tuple(key for key, _ in self.non_tensor), self.carrier)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Context) and self._key() == other._key()
@@ -85,6 +97,18 @@ def _tensors(children: Iterable[Any]) -> Iterator[_Tensor]:
             yield from _tensors(child._get_str(key) for key in child._keys_str())
 
 
+def _leafless(children: Iterable[Any]) -> bool:
+    """True if nothing under ``children`` is a pytree leaf (a tensor, or a placeholder that
+    pytree tools put in a rebuilt structure, like vmap's ``in_dims``)."""
+    for child in children:
+        if not isinstance(child, TensorDictBase):
+            return False
+        if not child._is_non_tensor and not _leafless(
+                child._get_str(key) for key in child._keys_str()):
+            return False
+    return True
+
+
 def _no_functorch() -> bool:
     """True outside functorch transforms, and while compiling (dynamo cannot trace the
     functorch introspection functions: inside a compiled function the batch size of a
@@ -93,6 +117,8 @@ def _no_functorch() -> bool:
 
 
 def _probe(children: list[Any]) -> tuple[int, int, Any]:
+    """(index, level, shape) of the leaf of highest functorch level; the level is at least
+    the current transform's, so a leaf made inside ``vmap`` counts as mapped on the way out."""
     if _no_functorch():  # no transform active: nothing wrapped
         first = next(_tensors(children), None)
         return (0, -1, None if first is None else first.shape)
@@ -101,7 +127,7 @@ def _probe(children: list[Any]) -> tuple[int, int, Any]:
         level = _functorch.maybe_get_level(leaf)
         if best[2] is None or level > best[1]:
             best = (index, level, leaf.shape)
-    return best
+    return best[0], max(best[1], _functorch.peek_interpreter_stack().level()), best[2]
 
 
 def _flatten(td: Any) -> tuple[list[Any], _Context]:
@@ -122,13 +148,20 @@ def _flatten(td: Any) -> tuple[list[Any], _Context]:
 
 def _flatten_td(td: Any) -> tuple[list[Any], _Context]:
     children, context = _flatten(td)
-    context.probe = _probe(children)
+    probe = _probe(children)
+    if probe[2] is None and (context.batch_size or not _no_functorch()) and _leafless(children):
+        # no tensor leaf: a zero-size one carries the batch size (through vmap too)
+        children.append(torch.empty((*context.batch_size, 0), device=context.device))
+        context.carrier = True
+        probe = _probe(children)
+    context.probe = probe
     return children, context
 
 
 def _flatten_with_keys(td: Any) -> tuple[list[tuple[Any, Any]], _Context]:
     children, context = _flatten_td(td)
-    return [(pytree.MappingKey(k), c) for k, c in zip(context.keys, children)], context
+    keys = [*context.keys, "<batch size>"] if context.carrier else context.keys
+    return [(pytree.MappingKey(k), c) for k, c in zip(keys, children)], context
 
 
 def _inserted_dim(new: torch.Size, old: torch.Size) -> int:
@@ -147,6 +180,8 @@ def _follow_vmap(leaf: _Tensor | None, context: _Context
     if leaf is None or shape is None or torch.compiler.is_compiling():
         return batch_size, names
     current = _functorch.maybe_get_level(leaf)
+    if _LEAVING and _LEAVING[-1] == level:  # unwrapped by vmap: its leaves left the level
+        current = -1
     ndim = len(batch_size)
     if current > level and _functorch.is_batchedtensor(leaf):
         dim = _functorch.maybe_get_bdim(leaf)  # entering vmap: this dim is hidden
@@ -194,7 +229,7 @@ def _unflatten(children: Any, context: _Context) -> Any:
     fitted = _fitting_size(children, batch_size, leaf, context)
     if fitted != batch_size:
         batch_size, names = fitted, names if len(fitted) == len(batch_size) else None
-    entries = dict(zip(context.keys, children))
+    entries = dict(zip(context.keys, children))  # zip drops the carrier
     for key, value in context.non_tensor:
         entries[key] = value if value.batch_size == batch_size else value._rebatch(batch_size)
     if names is not None and len(names) != len(batch_size):
@@ -223,6 +258,32 @@ def _unflatten_lazy(children: Any, context: tuple[int, torch.Size]) -> Any:
     if grown is not None and _inserted_dim(grown, part_size) <= stack_dim:
         stack_dim += 1
     return LazyStackedTensorDict(*children, stack_dim=stack_dim)
+
+
+_LEAVING: list[int] = []  # the vmap levels being unwrapped (innermost last)
+
+
+def _one_collection_out_dims(unwrap: Callable[..., Any]) -> Callable[..., Any]:
+    """``out_dims=(d,)`` taken as ``d`` when the output is one tensor collection, as torch
+    takes it for one tensor (TorchRL's ``VmapModule`` passes a tuple)."""
+
+    @functools.wraps(unwrap)
+    def unwrap_batched(outputs: Any, out_dims: Any, vmap_level: int, *args: Any,
+                       **kwargs: Any) -> Any:
+        if out_dims.__class__ is tuple and len(out_dims) == 1 and is_tensor_collection(outputs):
+            out_dims = out_dims[0]
+        _LEAVING.append(vmap_level)
+        try:
+            return unwrap(outputs, out_dims, vmap_level, *args, **kwargs)
+        finally:
+            _LEAVING.pop()
+
+    unwrap_batched.__wrapped_for_collections__ = True  # type: ignore[attr-defined]
+    return unwrap_batched
+
+
+if not hasattr(_vmap_impl._unwrap_batched, "__wrapped_for_collections__"):
+    _vmap_impl._unwrap_batched = _one_collection_out_dims(_vmap_impl._unwrap_batched)
 
 
 def register_lazy_stack(cls: type) -> None:
