@@ -514,6 +514,16 @@ def test_where_with_pad_keeps_the_leaves_of_both_and_fills_out():
     assert torch.equal(out["x"][1], torch.zeros(3))
 
 
+def test_where_out_replaces_its_tensors_instead_of_writing_them():
+    action = torch.ones(2, 2)
+    root = TensorDict(action=action, batch_size=[2])
+    step = TensorDict(action=action, batch_size=[2])  # a stored step shares the tensor
+    reset = TensorDict(obs=torch.zeros(2, 3), batch_size=[2])
+    root.where(torch.tensor([True, False]), reset, out=root, pad=0)
+    assert torch.equal(root["action"], torch.tensor([[1.0, 1.0], [0.0, 0.0]]))
+    assert torch.equal(step["action"], torch.ones(2, 2)) and root["action"] is not action
+
+
 def test_expand_as_right_broadcasts_size_one_dims_and_names_bad_shapes():
     from tensordict.utils import expand_as_right, expand_right
 

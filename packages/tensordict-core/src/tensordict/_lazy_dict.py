@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from tensordict import errors
-from tensordict._base import NO_DEFAULT, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, is_tensor_collection
 from tensordict._nested_key import NestedKey
 from tensordict._options import get_printoptions
 from tensordict._repr import (
@@ -235,7 +235,7 @@ class LazyDictMixin:
         pieces = [td.where(c, o, pad=pad) for td, c, o in
                   zip(self.tensordicts, self._split_mask(condition), others)]
         result = type(self)._new_unsafe(pieces, self._stack_dim, self._stack_dim_name)
-        return result if out is None else out.update_(result)
+        return result if out is None else out.update(result)
 
     def _compact_nested_repr(self, batch_ndim: int) -> str:
         """How the stack shows as an entry of a TensorDict's compact repr."""

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from tensordict._collection import classes
 from tensordict._shapes import expand_size
 
 _Tensor = torch.Tensor
@@ -74,9 +75,7 @@ def _restructure_parts(td: Any, whole: Callable[[_Tensor], Sequence[_Tensor]],
     """Cut ``td`` in pieces: ``whole(leaf)`` gives all pieces of a leaf at once and
     ``parts[i](leaf)`` the i-th alone (used for non-tensor entries and other collections).
     """
-    from tensordict._td import TensorDict
-
-    if type(td) is not TensorDict:
+    if type(td) is not classes.TensorDict:
         return tuple(td._apply_nest(fn, batch_size=size, names=names, filter_empty=False)
                      for fn, size in zip(parts, sizes))
     ndim = len(td.batch_size)
@@ -96,7 +95,7 @@ def _restructure_parts(td: Any, whole: Callable[[_Tensor], Sequence[_Tensor]],
         for out, piece in zip(outs, pieces):
             out[key] = piece
     names = None if names is None or all(n is None for n in names) else tuple(names)
-    return tuple(TensorDict._new_unsafe(out, size, td.device, names)
+    return tuple(classes.TensorDict._new_unsafe(out, size, td.device, names)
                  for out, size in zip(outs, sizes))
 
 
@@ -541,8 +540,9 @@ class ShapeOpsMixin:
         """``torch.where(condition, leaf, other_leaf)`` for each leaf; ``condition`` is
         batch-shaped (or leading dims) and broadcast to each leaf.
 
-        ``pad`` stands in for the leaves ``other`` lacks; ``out`` receives the result
-        (keys it lacks are added; ``update_batch_size`` as in :meth:`update`).
+        ``pad`` stands in for the leaves ``other`` lacks; ``out`` receives the result as
+        new entries (its tensors are not written in place, as upstream; keys it lacks are
+        added; ``update_batch_size`` as in :meth:`update`).
 
         >>> td = TensorDict(a=torch.ones(2), batch_size=[2])
         >>> td.where(torch.tensor([True, False]), 0)["a"]
@@ -564,6 +564,6 @@ class ShapeOpsMixin:
                     cond = condition.reshape((*condition.shape, *(1,) * (value.ndim - ndim)))
                     result.set(key, torch.where(cond, pad, value))
         if out is not None:
-            return out.update(result, inplace=True, update_batch_size=update_batch_size)
+            return out.update(result, update_batch_size=update_batch_size)
         return result
 
