@@ -1,0 +1,421 @@
+"""The workloads timed against upstream tensordict: one script, run under each
+implementation by ``compare.py`` (never both in one interpreter).
+
+Each workload is a function that builds its data and returns the callable to time; only
+API that both implementations share is used. Prints one JSON object, seconds per call:
+
+    python benchmarks/upstream/workloads.py [--only SUBSTRING] > times.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import timeit
+import warnings
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from tensordict import LazyStackedTensorDict, TensorDict, tensorclass
+from tensordict.nn import TensorDictModule, TensorDictSequential
+
+Workload = Callable[[], Callable[[], object]]
+WORKLOADS: dict[str, Workload] = {}
+SCRATCH = tempfile.mkdtemp(prefix="td-bench-")
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
+
+
+def workload(name: str) -> Callable[[Workload], Workload]:
+    def register(build: Workload) -> Workload:
+        WORKLOADS[name] = build
+        return build
+    return register
+
+
+def three_levels() -> TensorDict:
+    """50 leaves over 3 levels: 5 groups g0..g4 of 8 leaves, each with a sub of 2."""
+    data = {}
+    for g in range(5):
+        group = {f"x{i}": torch.randn(4, 3) for i in range(8)}
+        group["sub"] = {"y0": torch.randn(4, 3), "y1": torch.randn(4, 3)}
+        data[f"g{g}"] = group
+    return TensorDict(data, batch_size=[4])
+
+
+def flat(leaves: int = 50, batch: int = 4) -> TensorDict:
+    return TensorDict({f"k{i}": torch.randn(batch, 3) for i in range(leaves)}, batch_size=[batch])
+
+
+def transition() -> TensorDict:
+    """A TorchRL-shaped nested transition (root, "next", "info")."""
+    def step() -> dict:
+        return {"observation": torch.randn(8, 11), "done": torch.zeros(8, 1, dtype=torch.bool),
+                "terminated": torch.zeros(8, 1, dtype=torch.bool),
+                "info": {"energy": torch.randn(8, 1), "pos": torch.randn(8, 3)}}
+    root = step()
+    root["action"] = torch.randn(8, 3)
+    root["next"] = {**step(), "reward": torch.randn(8, 1)}
+    return TensorDict(root, batch_size=[8])
+
+
+# -- keys ------------------------------------------------------------------------------------
+@workload("keys(nested, leaves_only) 50 leaves")
+def _keys():
+    td = three_levels()
+    return lambda: list(td.keys(include_nested=True, leaves_only=True))
+
+
+@workload("exclude 3 nested keys of 50")
+def _exclude():
+    td = three_levels()
+    return lambda: td.exclude(("g1", "sub"), "g3", ("g4", "x0"))
+
+
+@workload("select 4 nested keys of 50")
+def _select():
+    td = three_levels()
+    return lambda: td.select(("g0", "x0"), ("g1", "sub", "y0"), ("g2", "x3"), ("g4", "sub"))
+
+
+@workload("flatten_keys 50 leaves")
+def _flatten_keys():
+    td = three_levels()
+    return lambda: td.flatten_keys(".")
+
+
+@workload("unflatten_keys 50 leaves")
+def _unflatten_keys():
+    td = three_levels().flatten_keys(".")
+    return lambda: td.unflatten_keys(".")
+
+
+@workload("update 4 leaves (2 nested)")
+def _update():
+    td, other = transition(), TensorDict(
+        {"action": torch.randn(8, 3), "observation": torch.randn(8, 11),
+         "next": {"reward": torch.randn(8, 1), "observation": torch.randn(8, 11)}}, [8])
+    return lambda: td.update(other)
+
+
+@workload("set existing nested key")
+def _set_nested():
+    td, value = transition(), torch.randn(8, 1)
+
+    def run() -> None:
+        td["next", "info", "energy"] = value
+    return run
+
+
+@workload("get nested key")
+def _get_nested():
+    td = transition()
+    return lambda: td["next", "info", "energy"]
+
+
+# -- construction and copies --------------------------------------------------------------------
+@workload("construct 10 flat keys")
+def _construct():
+    values = {f"k{i}": torch.randn(4, 3) for i in range(10)}
+    return lambda: TensorDict(values, batch_size=[4])
+
+
+@workload("construct nested transition")
+def _construct_nested():
+    values = transition().to_dict()
+    return lambda: TensorDict(values, batch_size=[8])
+
+
+@workload("clone 50 leaves")
+def _clone():
+    td = three_levels()
+    return td.clone
+
+
+@workload("to(float64) 50 leaves")
+def _to_dtype():
+    td = three_levels()
+    return lambda: td.to(torch.float64)
+
+
+@workload("from_module 10-layer MLP")
+def _from_module():
+    module = nn.Sequential(*(nn.Linear(16, 16) for _ in range(10)))
+    return lambda: TensorDict.from_module(module)
+
+
+# -- indexing --------------------------------------------------------------------------------
+@workload("td[int] 50 leaves")
+def _index_int():
+    td = three_levels()
+    return lambda: td[1]
+
+
+@workload("td[slice] 50 leaves")
+def _index_slice():
+    td = three_levels()
+    return lambda: td[1:3]
+
+
+@workload("td[tensor] 50 leaves")
+def _index_tensor():
+    td, index = three_levels(), torch.tensor([0, 2, 3])
+    return lambda: td[index]
+
+
+@workload("td[mask] 50 leaves")
+def _index_mask():
+    td, mask = three_levels(), torch.tensor([True, False, True, True])
+    return lambda: td[mask]
+
+
+@workload("buf[i] = step, 10 leaves x 100")
+def _prealloc():
+    buf = flat(10, 100).zero_()
+    step = flat(10, 1)[0]
+
+    def run() -> None:
+        for i in range(100):
+            buf[i] = step
+    return run
+
+
+# -- shapes and stacking ------------------------------------------------------------------------
+@workload("stack 10 tds of 10 leaves")
+def _stack():
+    tds = [flat(10) for _ in range(10)]
+    return lambda: torch.stack(tds, 0)
+
+
+@workload("cat 10 tds of 10 leaves")
+def _cat():
+    tds = [flat(10) for _ in range(10)]
+    return lambda: torch.cat(tds, 0)
+
+
+@workload("unbind 10 leaves")
+def _unbind():
+    td = flat(10, 8)
+    return lambda: td.unbind(0)
+
+
+@workload("split 10 leaves")
+def _split():
+    td = flat(10, 8)
+    return lambda: td.split(2, 0)
+
+
+@workload("reshape 50 leaves")
+def _reshape():
+    td = three_levels()
+    return lambda: td.reshape(2, 2)
+
+
+@workload("view 50 leaves")
+def _view():
+    td = three_levels()
+    return lambda: td.view(2, 2)
+
+
+@workload("permute 2-dim batch, 10 leaves")
+def _permute():
+    td = TensorDict({f"k{i}": torch.randn(4, 5, 3) for i in range(10)}, batch_size=[4, 5])
+    return lambda: td.permute(1, 0)
+
+
+@workload("unsqueeze 50 leaves")
+def _unsqueeze():
+    td = three_levels()
+    return lambda: td.unsqueeze(0)
+
+
+# -- leaf-wise math --------------------------------------------------------------------------
+@workload("apply(x + 1) 50 leaves")
+def _apply():
+    td = three_levels()
+    return lambda: td.apply(lambda x: x + 1)
+
+
+@workload("apply_(x.mul_(1)) 50 leaves")
+def _apply_():
+    td = three_levels()
+    return lambda: td.apply_(lambda x: x.mul_(1))
+
+
+@workload("td + td 50 leaves")
+def _add():
+    td = three_levels()
+    return lambda: td + td
+
+
+@workload("masked_fill 50 leaves")
+def _masked_fill():
+    td, mask = three_levels(), torch.tensor([True, False, True, False])
+    return lambda: td.masked_fill(mask, 0.0)
+
+
+@workload("where 50 leaves")
+def _where():
+    td, mask = three_levels(), torch.tensor([True, False, True, False])
+    other = td.clone().zero_()
+    return lambda: td.where(mask, other)
+
+
+# -- lazy stacks --------------------------------------------------------------------------------
+@workload("lazy_stack 10 tds + read key")
+def _lazy():
+    tds = [flat(10) for _ in range(10)]
+
+    def run() -> object:
+        return LazyStackedTensorDict.lazy_stack(tds, 0)["k3"]
+    return run
+
+
+@workload("lazy stack [int]")
+def _lazy_index():
+    stack = LazyStackedTensorDict.lazy_stack([flat(10) for _ in range(10)], 0)
+    return lambda: stack[3]
+
+
+# -- nn ------------------------------------------------------------------------------------------
+@workload("TensorDictModule call")
+def _module():
+    module = TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["y"])
+    td = TensorDict(x=torch.randn(8, 3), batch_size=[8])
+    return lambda: module(td)
+
+
+@workload("TensorDictSequential of 3 call")
+def _sequential():
+    seq = TensorDictSequential(
+        TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["h"]),
+        TensorDictModule(nn.Tanh(), in_keys=["h"], out_keys=["h"]),
+        TensorDictModule(nn.Linear(4, 1), in_keys=["h"], out_keys=["y"]))
+    td = TensorDict(x=torch.randn(8, 3), batch_size=[8])
+    return lambda: seq(td)
+
+
+# -- tensorclass ---------------------------------------------------------------------------------
+@tensorclass
+class Pair:
+    obs: torch.Tensor
+    reward: torch.Tensor
+
+
+@workload("tensorclass construct")
+def _tc_construct():
+    obs, reward = torch.randn(8, 3), torch.randn(8, 1)
+    return lambda: Pair(obs=obs, reward=reward, batch_size=[8])
+
+
+@workload("tensorclass getattr")
+def _tc_getattr():
+    pair = Pair(obs=torch.randn(8, 3), reward=torch.randn(8, 1), batch_size=[8])
+    return lambda: pair.obs
+
+
+@workload("tensorclass [slice]")
+def _tc_index():
+    pair = Pair(obs=torch.randn(8, 3), reward=torch.randn(8, 1), batch_size=[8])
+    return lambda: pair[2:5]
+
+
+# -- memmap --------------------------------------------------------------------------------------
+@workload("memmap save 10 leaves x 256 kB")
+def _memmap_save():
+    td = TensorDict({f"k{i}": torch.randn(256, 256) for i in range(10)}, batch_size=[256])
+    prefix = os.path.join(SCRATCH, "save")
+
+    def run() -> object:
+        return td.memmap(prefix)
+    run.after = lambda: shutil.rmtree(prefix)  # untimed, after each call
+    return run
+
+
+@workload("memmap random rows load")
+def _memmap_rows():
+    saved = TensorDict({f"k{i}": torch.randn(4096, 64) for i in range(10)},
+                       batch_size=[4096]).memmap(os.path.join(SCRATCH, "rows"))
+    loaded = TensorDict.load_memmap(os.path.join(SCRATCH, "rows"))
+    del saved
+    index = torch.randint(4096, (256,))
+    return lambda: loaded[index]
+
+
+# -- TorchRL --------------------------------------------------------------------------------------
+def _torchrl_available() -> bool:
+    try:
+        import torchrl  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+if _torchrl_available():
+    @workload("torchrl step_mdp nested transition")
+    def _step_mdp():
+        from torchrl.envs.utils import step_mdp
+
+        td = transition()
+        return lambda: step_mdp(td)
+
+    @workload("torchrl 1000-step rollout (Pendulum, StepCounter, RewardSum)")
+    def _rollout():
+        from torchrl.envs import RewardSum, StepCounter, TransformedEnv
+        from torchrl.envs.libs.gym import GymEnv
+
+        env = TransformedEnv(GymEnv("Pendulum-v1"), StepCounter())
+        env.append_transform(RewardSum())
+        env.set_seed(0)
+        return lambda: env.rollout(1000, break_when_any_done=False)
+
+
+def time_one(build: Workload, budget: float) -> float:
+    """Seconds per call: the best of 3 repeats of as many calls as fit in ``budget``
+    (a callable with an ``after`` step, e.g. deleting what it saved, is timed call by call
+    without it)."""
+    fn = build()
+    after = getattr(fn, "after", None)
+    if after is not None:
+        fn(), after()
+        best = float("inf")
+        for _ in range(3):
+            start, calls, spent = time.perf_counter(), 0, 0.0
+            while time.perf_counter() - start < budget or calls < 3:
+                began = time.perf_counter()
+                fn()
+                spent += time.perf_counter() - began
+                calls += 1
+                after()
+            best = min(best, spent / calls)
+        return best
+    fn()  # warm-up (lazy imports, caches)
+    timer = timeit.Timer(fn)
+    number, elapsed = 1, timer.timeit(1)
+    while elapsed < budget / 5 and number < 10**6:
+        number *= 4
+        elapsed = timer.timeit(number)
+    return min(timer.repeat(repeat=3, number=number)) / number
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", default="", help="run the workloads whose name holds this")
+    parser.add_argument("--budget", type=float, default=0.2, help="seconds per repeat")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    warnings.simplefilter("ignore")
+    times = {name: time_one(build, args.budget)
+             for name, build in WORKLOADS.items() if args.only in name}
+    json.dump(times, sys.stdout, indent=1)
+
+
+if __name__ == "__main__":
+    main()
