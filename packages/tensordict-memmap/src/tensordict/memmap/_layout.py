@@ -1,5 +1,6 @@
 """The on-disk layout (upstream tensordict 0.15.3, format version 1): file names of keys,
-``meta.json`` reading and atomic writing, and cleaning what an earlier save left behind.
+``meta.json`` reading and atomic writing, which files a save wrote, and the check that
+what a folder points to stays inside it.
 
 A folder per collection holds ``meta.json`` and one raw ``<key>.memmap`` file per tensor
 (nested/ragged tensors add ``<key>.shape.memmap``); sub-collections are sub-folders.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -82,8 +84,8 @@ def child_path(folder: str, key: str, robust: bool = True) -> str:
 def dumps_meta(meta: dict[str, Any], compact: bool = False) -> str:
     """meta.json text, laid out as upstream writes it."""
     if compact:
-        return json.dumps(meta, separators=(",", ":"))
-    return json.dumps(meta)
+        return json.dumps(meta, separators=(",", ":"), allow_nan=False)
+    return json.dumps(meta, allow_nan=False)
 
 
 def write_meta(folder: str, text: str) -> None:
@@ -131,7 +133,7 @@ def parse_dtype(name: Any, where: str) -> torch.dtype:
     return dtype
 
 
-# -- replacing an earlier save ---------------------------------------------------------------
+# -- what an earlier save wrote ---------------------------------------------------------------
 def _names_of(key: str, suffix: str = "") -> set[str]:
     """The file names ``key`` may have been saved under (escaped, or raw by older saves)."""
     names = {key_to_name(key) + suffix}
@@ -173,29 +175,30 @@ def _saved_meta(folder: str) -> dict[str, Any] | None:
         return None
 
 
-def prepare_folder(folder: str, keep: set[str]) -> set[str]:
-    """Make ``folder`` ready for a save that writes the names ``keep``: create it, and
-    remove its old meta.json first (so an interrupted save never loads with a mix of old
-    and new data). Returns what the earlier save there wrote that the new one will not:
-    delete it with :func:`remove_stale` once the new files are written."""
-    os.makedirs(folder, exist_ok=True)
+def owned_names(folder: str) -> set[str]:
+    """The names in ``folder`` that the save there wrote, its ``meta.json`` included
+    (none if ``folder`` holds no readable save): the rest belongs to someone else."""
     meta = _saved_meta(folder)
-    if os.path.lexists(os.path.join(folder, META)):
-        os.unlink(os.path.join(folder, META))
-    return set() if meta is None else _owned_by(folder, meta) - keep
+    return set() if meta is None else _owned_by(folder, meta) | {META}
 
 
-def remove_stale(folder: str, names: set[str]) -> None:
-    """Delete ``names`` (found by :func:`prepare_folder`) from ``folder``; a stale
-    sub-folder loses what its own save wrote, and goes if nothing else is left in it.
-    Files the format did not write are never touched."""
-    for name in names:
-        path = os.path.join(folder, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            meta = _saved_meta(path)
-            if meta is not None:
-                remove_stale(path, _owned_by(path, meta) | {META})
-            if not os.listdir(path):
-                os.rmdir(path)
-        elif os.path.lexists(path):
-            os.unlink(path)
+# -- loading safely ----------------------------------------------------------------------------
+def check_inside(root: str, path: str) -> str:
+    """``path`` (an entry of a folder already known to be inside ``root``, a resolved
+    folder), once sure that it stays inside: a symbolic link in a saved folder never leads
+    a load out of it (ValueError naming the path). Only links are resolved.
+
+    >>> import tempfile
+    >>> root = os.path.realpath(tempfile.mkdtemp())
+    >>> os.symlink("/elsewhere/x", os.path.join(root, "a.memmap"))
+    >>> check_inside(root, os.path.join(root, "a.memmap"))
+    Traceback (most recent call last):
+    ValueError: .../a.memmap resolves to /elsewhere/x, outside the saved folder ...
+    """
+    if not os.path.islink(path):
+        return path
+    real = os.path.realpath(path)
+    if not Path(real).is_relative_to(root):
+        raise ValueError(f"{path} resolves to {real}, outside the saved folder {root}: "
+                         "refusing to follow a link out of it")
+    return path

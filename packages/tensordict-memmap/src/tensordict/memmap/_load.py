@@ -1,9 +1,14 @@
 """Reading saved folders back: ``load_memmap`` (formats 0 and 1 of upstream tensordict).
 
 Tensors are mapped, not read: loading costs a few system calls per leaf whatever the
-size of the data, and ``device="meta"`` opens no data file at all. Pickled non-tensor
-data is refused unless the caller passes ``allow_pickle=True``. Every error names the
+size of the data, and ``device="meta"`` opens no data file at all. Every error names the
 file at fault.
+
+A folder is data, never code: unless the caller passes ``allow_pickle=True`` (trusting
+the folder), pickled non-tensor data is refused and no module is imported (a tensorclass
+must already be defined in this process). No path leads out of the folder: a symbolic
+link to somewhere else is refused. A folder missing because a save to it was killed
+half-way is loaded from the old save set aside (:func:`tensordict.memmap._atomic.recover`).
 
 Example:
     >>> import tempfile, torch
@@ -23,7 +28,6 @@ import os
 import pickle
 import re
 import sys
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +35,7 @@ import torch
 
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._shapes import as_device
-from tensordict.memmap import _layout, _nested
+from tensordict.memmap import _atomic, _jsonsafe, _layout, _nested
 from tensordict.memmap._tensor import MemoryMappedTensor
 
 _CLASS_RE = re.compile(r"^<class '([^'<>]+)'>$")
@@ -43,21 +47,30 @@ class _Context:
     non_blocking: bool
     robust_key: bool
     allow_pickle: bool
+    root: str  # the loaded folder, resolved: nothing outside it is read
+    cls: Any = None  # the class load_memmap was called on
+
+    def inside(self, path: str) -> str:
+        return _layout.check_inside(self.root, path)
 
 
 def load(prefix: str | os.PathLike[str], device: Any = None, non_blocking: bool = False, *,
-         robust_key: bool | None = True, allow_pickle: bool | None = False) -> Any:
-    """The collection saved under ``prefix`` (any saved sub-folder works too)."""
-    folder = os.path.abspath(os.fspath(prefix))
+         robust_key: bool | None = True, allow_pickle: bool | None = False,
+         cls: Any = None) -> Any:
+    """The collection saved under ``prefix`` (any saved sub-folder works too); ``cls``:
+    the class ``load_memmap`` was called on (a tensorclass saved at the root is loaded as
+    it, even if its name was not found)."""
+    folder = _atomic.recover(os.path.abspath(os.fspath(prefix)))
     if os.path.isfile(folder):
         raise ValueError(f"{folder} is a file, not a folder written by memmap/save")
-    ctx = _Context(as_device(device), non_blocking, robust_key is not False, bool(allow_pickle))
+    ctx = _Context(as_device(device), non_blocking, robust_key is not False, bool(allow_pickle),
+                   os.path.realpath(folder), cls)
     return _load_folder(folder, ctx, None)
 
 
 def _load_folder(folder: str, ctx: _Context, batch_size: torch.Size | None) -> Any:
+    where = ctx.inside(os.path.join(ctx.inside(folder), _layout.META))
     meta = _layout.read_meta(folder)
-    where = os.path.join(folder, _layout.META)
     kind = _meta_kind(meta, where)
     if kind == "tensordict":
         return _load_tensordict(folder, meta, ctx, where)
@@ -122,12 +135,12 @@ def _load_tensor(folder: str, key: str, entry: dict[str, Any], ctx: _Context,
                  where: str) -> torch.Tensor:
     dtype = _layout.parse_dtype(entry.get("dtype"), f"{where}, entry {key!r}")
     shape = _size(entry.get("shape"), where, repr(key))
-    path = _layout.leaf_path(folder, key, ctx.robust_key)
+    path = ctx.inside(_layout.leaf_path(folder, key, ctx.robust_key))
     if entry.get("is_nested"):
         if ctx.device is not None and ctx.device.type == "meta":
             raise NotImplementedError(f"{path}: nested tensors cannot be loaded on 'meta'")
-        sizes = MemoryMappedTensor.from_filename(path[: -len(".memmap")] + ".shape.memmap",
-                                                 torch.int64, shape)
+        sizes_path = ctx.inside(path[: -len(".memmap")] + ".shape.memmap")
+        sizes = MemoryMappedTensor.from_filename(sizes_path, torch.int64, shape)
         total = sum(torch.Size(row).numel() for row in sizes.tolist())
         tensor = _nested.view(MemoryMappedTensor.from_filename(path, dtype, [total]), sizes)
     elif ctx.device is not None and ctx.device.type == "meta":
@@ -169,7 +182,7 @@ def _numbered_parts(folder: str, ctx: _Context, batch_size: torch.Size | None) -
 
 
 def _unpickle(folder: str, name: str, ctx: _Context) -> Any:
-    path = os.path.join(folder, name)
+    path = ctx.inside(os.path.join(folder, name))
     if not ctx.allow_pickle:
         raise pickle.UnpicklingError(
             f"{path} holds pickled data, and unpickling can run arbitrary code: pass "
@@ -184,15 +197,23 @@ def _unpickle(folder: str, name: str, ctx: _Context) -> Any:
 
 def _load_non_tensor(folder: str, meta: dict[str, Any], ctx: _Context,
                      batch_size: torch.Size | None, where: str) -> NonTensorData:
+    metadata = _decoded(meta.get("_metadata"), where)
     if "data" in meta:
-        data = meta["data"]
+        data = _decoded(meta["data"], where)
     else:
         stored = _unpickle(folder, "other.pickle", ctx)
         if not isinstance(stored, dict) or "data" not in stored:
             raise ValueError(f"{os.path.join(folder, 'other.pickle')} is corrupt")
-        data = stored["data"]
-    return NonTensorData(data, meta.get("_metadata"), batch_size=batch_size or (),
+        data, metadata = stored["data"], stored.get("_metadata", metadata)
+    return NonTensorData(data, metadata, batch_size=batch_size or (),
                          device=_device(ctx, None))
+
+
+def _decoded(data: Any, where: str) -> Any:
+    try:
+        return _jsonsafe.decode(data)
+    except ValueError as err:
+        raise ValueError(f"{where} is corrupt: {err}") from None
 
 
 def _device(ctx: _Context, stored: Any) -> torch.device | None:
@@ -207,7 +228,7 @@ def _load_stack(folder: str, meta: dict[str, Any], ctx: _Context,
     elif meta["data"] == "pickle.pkl":
         data = _unpickle(folder, "pickle.pkl", ctx)
     else:
-        data = meta["data"]
+        data = _decoded(meta["data"], where)
     if not isinstance(data, list):
         raise ValueError(f"{where} is corrupt: the stacked data is not a list")
     try:
@@ -218,31 +239,40 @@ def _load_stack(folder: str, meta: dict[str, Any], ctx: _Context,
 
 def _load_tensorclass(folder: str, meta: dict[str, Any], ctx: _Context, where: str) -> Any:
     inner = _load_folder(os.path.join(folder, "_tensordict"), ctx, None)
-    cls = _tensorclass_type(meta.get("_type"))
+    if os.path.realpath(folder) == ctx.root and getattr(ctx.cls, "_is_tensorclass", False):
+        return ctx.cls.from_tensordict(inner)
+    name = meta.get("_type")
+    match = _CLASS_RE.match(name) if isinstance(name, str) else None
+    if match is None:
+        raise ValueError(f"{where} is corrupt: its '_type' is {name!r}")
+    cls = _defined_tensorclass(match.group(1), ctx.allow_pickle)
     if cls is None:
-        warnings.warn(
-            f"{where}: the tensorclass {meta.get('_type')} cannot be imported; "
-            "returning its content as a TensorDict",
-            stacklevel=3,
+        short = match.group(1).rsplit(".", 1)[-1]
+        raise RuntimeError(
+            f"Could not find the class {match.group(1)} saved in {folder}. Import the module "
+            f"that defines it, or call {short}.load_memmap() instead of "
+            "TensorDict.load_memmap() (or pass allow_pickle=True to let load_memmap import "
+            "it, if you trust this folder)."
         )
-        return inner
     return cls.from_tensordict(inner)
 
 
-def _tensorclass_type(name: Any) -> type | None:
-    """The tensorclass ``<class 'module.Name'>`` names (its module is imported if
-    needed; the result must be a tensorclass), or None."""
-    match = _CLASS_RE.match(name) if isinstance(name, str) else None
-    if match is None:
-        return None
-    parts = match.group(1).split(".")
+def _defined_tensorclass(path: str, allow_import: bool) -> type | None:
+    """The tensorclass at the dotted ``path`` (``module.Name``), looked up in the modules
+    already imported; ``allow_import`` imports its module if needed."""
+    parts = path.split(".")
     for split in range(len(parts) - 1, 0, -1):
         module_name = ".".join(parts[:split])
-        try:
-            obj: Any = sys.modules.get(module_name) or importlib.import_module(module_name)
-        except ImportError:
+        module = sys.modules.get(module_name)
+        if module is None and allow_import:
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError:
+                continue
+        if module is None:
             continue
+        obj: Any = module
         for attr in parts[split:]:
             obj = getattr(obj, attr, None)
-        return obj if getattr(obj, "_is_tensorclass", False) else None
+        return obj if isinstance(obj, type) and getattr(obj, "_is_tensorclass", False) else None
     return None

@@ -37,9 +37,16 @@ def _target(collection: Any) -> Any:
 # -- writing --------------------------------------------------------------------------------
 def memmap(self: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
            num_threads: int = 0, return_early: bool = False, share_non_tensor: bool = False,
-           existsok: bool = True, robust_key: bool | None = True) -> Any:
+           existsok: bool = True, robust_key: bool | None = True, atomic: bool = False,
+           allow_pickle: bool = False) -> Any:
     """Write every tensor to a memory-mapped file under ``prefix`` and return a new locked
     collection of :class:`MemoryMappedTensor` (on the CPU).
+
+    A save to a folder is atomic: it is written in a temporary folder beside ``prefix``
+    and renamed into place, so a crash or an error (a full disk...) at any moment leaves
+    the earlier save at ``prefix`` (or nothing, for a first save), or the complete new
+    one; until the swap, the disk holds both. Files in ``prefix`` that no save wrote are
+    kept.
 
     Args:
         prefix: the folder (one sub-folder per sub-collection); None uses anonymous
@@ -52,6 +59,12 @@ def memmap(self: Any, prefix: PathLike | None = None, copy_existing: bool = Fals
             in any process is seen by every process holding this collection.
         existsok: overwrite existing files (otherwise an error).
         robust_key: escape keys that are not valid file names (``%XX``).
+        atomic: accepted for compatibility: every save to a folder is atomic (as upstream,
+            ``atomic=True`` needs a ``prefix``).
+        allow_pickle: store non-tensor values that JSON cannot hold with pickle (loading
+            them then needs ``allow_pickle=True`` too). Without it such a value is a
+            TypeError and nothing is written. JSON values, NaN and infinities, tuples and
+            bytes (and lists and dicts of them) never need it: they load back exactly.
 
     >>> import tempfile
     >>> from tensordict import TensorDict
@@ -59,14 +72,21 @@ def memmap(self: Any, prefix: PathLike | None = None, copy_existing: bool = Fals
     >>> td.is_locked, td["s"], td.device
     (True, 'text', device(type='cpu'))
     """
+    _check_atomic(prefix, atomic)
     return _save.save(self, prefix, copy_existing=copy_existing, num_threads=num_threads,
                       return_early=return_early, existsok=existsok, robust_key=robust_key,
-                      like=False, share=share_non_tensor)
+                      like=False, share=share_non_tensor, allow_pickle=allow_pickle)
+
+
+def _check_atomic(prefix: PathLike | None, atomic: bool) -> None:
+    if atomic and prefix is None:
+        raise ValueError("atomic=True needs a prefix to write the directory to.")
 
 
 def dumps(self: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
           num_threads: int = 0, return_early: bool = False, share_non_tensor: bool = False,
-          robust_key: bool | None = True) -> Any:
+          robust_key: bool | None = True, atomic: bool = False,
+          allow_pickle: bool = False) -> Any:
     """Save to disk: same as :func:`memmap`.
 
     >>> import tempfile
@@ -76,14 +96,15 @@ def dumps(self: Any, prefix: PathLike | None = None, copy_existing: bool = False
     """
     return memmap(self, prefix, copy_existing, num_threads=num_threads,
                   return_early=return_early, share_non_tensor=share_non_tensor,
-                  robust_key=robust_key)
+                  robust_key=robust_key, atomic=atomic, allow_pickle=allow_pickle)
 
 
 def memmap_like(self: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
                 existsok: bool = True, num_threads: int = 0, return_early: bool = False,
-                share_non_tensor: bool = False, robust_key: bool | None = True) -> Any:
-    """Like :func:`memmap`, allocating zero-filled (sparse) files of the same shapes
-    without copying any value: the way to create a dataset larger than memory.
+                share_non_tensor: bool = False, robust_key: bool | None = True,
+                allow_pickle: bool = False) -> Any:
+    """Like :func:`memmap` (atomic too), allocating zero-filled (sparse) files of the same
+    shapes without copying any value: the way to create a dataset larger than memory.
 
     >>> import tempfile
     >>> from tensordict import TensorDict
@@ -95,14 +116,15 @@ def memmap_like(self: Any, prefix: PathLike | None = None, copy_existing: bool =
     """
     return _save.save(self, prefix, copy_existing=copy_existing, num_threads=num_threads,
                       return_early=return_early, existsok=existsok, robust_key=robust_key,
-                      like=True, share=share_non_tensor)
+                      like=True, share=share_non_tensor, allow_pickle=allow_pickle)
 
 
 def memmap_(self: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
             num_threads: int = 0, return_early: bool = False, share_non_tensor: bool = False,
-            existsok: bool = True, robust_key: bool | None = True) -> Any:
-    """:func:`memmap` in place: this collection's leaves become memory-mapped and it is
-    locked. Nothing changes if writing fails.
+            existsok: bool = True, robust_key: bool | None = True, atomic: bool = False,
+            allow_pickle: bool = False) -> Any:
+    """:func:`memmap` in place (atomic too): this collection's leaves become memory-mapped
+    at their final paths and it is locked. Nothing changes if writing fails.
 
     >>> import tempfile
     >>> from tensordict import TensorDict
@@ -110,9 +132,10 @@ def memmap_(self: Any, prefix: PathLike | None = None, copy_existing: bool = Fal
     >>> td.memmap_(tempfile.mkdtemp()) is td, type(td["a"]).__name__
     (True, 'MemoryMappedTensor')
     """
+    _check_atomic(prefix, atomic)
     return _save.save(self, prefix, copy_existing=copy_existing, num_threads=num_threads,
                       return_early=return_early, existsok=existsok, robust_key=robust_key,
-                      like=False, share=share_non_tensor,
+                      like=False, share=share_non_tensor, allow_pickle=allow_pickle,
                       then=lambda new: _adopt(self, new))
 
 
@@ -179,7 +202,14 @@ def load_memmap(cls: Any, prefix: PathLike, device: Any = None, non_blocking: bo
         robust_key: keys were escaped when saving (files with raw key names are found
             too).
         num_threads: accepted for compatibility; mapping files needs no threads.
-        allow_pickle: load non-tensor data stored with pickle (only for trusted folders).
+        allow_pickle: trust the folder: load non-tensor data stored with pickle, and
+            import the module of a tensorclass it names. Without it, a pickle is an
+            ``UnpicklingError`` and a tensorclass must already be defined (its module
+            imported), or be ``cls`` itself (``MyClass.load_memmap(path)``).
+
+    Nothing outside ``prefix`` is read: a symbolic link leading out of it is a
+    ValueError. If ``prefix`` is missing because a save to it was killed between its two
+    renames, the earlier save, set aside beside it, is loaded (with a RuntimeWarning).
 
     >>> import tempfile
     >>> from tensordict import TensorDict
@@ -189,7 +219,7 @@ def load_memmap(cls: Any, prefix: PathLike, device: Any = None, non_blocking: bo
     4.0
     """
     loaded = _load.load(prefix, device, non_blocking, robust_key=robust_key,
-                        allow_pickle=allow_pickle)
+                        allow_pickle=allow_pickle, cls=cls)
     if out is None:
         return loaded
     out.update(loaded)
@@ -335,7 +365,8 @@ def make_memmap_from_storage(self: Any, key: NestedKey, storage: torch.UntypedSt
 def memmap_function(data: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
                     num_threads: int = 0, return_early: bool = False,
                     share_non_tensor: bool = False, existsok: bool = True,
-                    robust_key: bool | None = True) -> Any:
+                    robust_key: bool | None = True, atomic: bool = False,
+                    allow_pickle: bool = False) -> Any:
     """``tensordict.memmap(data, prefix)``: same as ``data.memmap(prefix)``.
 
     >>> import tempfile, tensordict
@@ -344,7 +375,8 @@ def memmap_function(data: Any, prefix: PathLike | None = None, copy_existing: bo
     """
     return memmap(data, prefix, copy_existing, num_threads=num_threads,
                   return_early=return_early, share_non_tensor=share_non_tensor,
-                  existsok=existsok, robust_key=robust_key)
+                  existsok=existsok, robust_key=robust_key, atomic=atomic,
+                  allow_pickle=allow_pickle)
 
 
 def load_memmap_function(prefix: PathLike, device: Any = None, non_blocking: bool = False, *,

@@ -1,12 +1,16 @@
 """Writing collections to disk: ``memmap``, ``memmap_`` and ``memmap_like``.
 
-A save runs in three steps so that a failure changes nothing it should not:
+A save runs in three steps so that a failure, or a crash, changes nothing it should not:
 
 1. *plan* (main thread): walk the collection, check every key, file and option, and
-   serialise the non-tensor data; nothing on disk changes if this raises;
-2. *write* the tensor leaves, one job each (in parallel with ``num_threads``);
-3. *finish*: per folder, bottom-up, remove what an earlier save left, then write
-   ``meta.json`` atomically (the root's last); build the locked result.
+   encode the non-tensor data; nothing on disk changes if this raises;
+2. *write* everything in a temporary folder beside the target: the tensor leaves, one
+   job each (in parallel with ``num_threads``), then every ``meta.json`` (the root's
+   last); then swap it in with renames (:mod:`tensordict.memmap._atomic`). A failure
+   deletes the temporary folder: the target is left as it was;
+3. *build* the locked result, its leaves mapping the files at their final paths.
+
+Every byte is written once: no copy of the data is made to replace a save.
 
 Example:
     >>> import tempfile, torch
@@ -19,9 +23,10 @@ Example:
 
 from __future__ import annotations
 
-import json
+import errno
 import os
 import pickle
+import shutil
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,9 +35,9 @@ from typing import Any
 import torch
 
 from tensordict._futures import TensorDictFuture
-from tensordict.memmap import _layout, _nested, _state
+from tensordict.memmap import _atomic, _jsonsafe, _layout, _nested, _state, _tensor
 from tensordict.memmap._shared_non_tensor import SharedNonTensorData
-from tensordict.memmap._tensor import MemoryMappedTensor, file_id
+from tensordict.memmap._tensor import MemoryMappedTensor
 
 _CPU = torch.device("cpu")
 _NAME_MAX = 255
@@ -49,24 +54,45 @@ class _Options:
     copy_existing: bool
     like: bool
     share: bool = False
-    jobs: list[_Job] = field(default_factory=list)
+    allow_pickle: bool = False
 
 
 @dataclass
 class _Job:
-    """One tensor leaf to write (``source`` None: allocate only)."""
+    """One tensor leaf: its file (None: anonymous shared memory, or no data at all) is
+    written from ``source`` (None: allocated only), or, when ``result`` already maps it,
+    linked into the new save; then it is mapped at its final path."""
 
     source: torch.Tensor | None
     shape: torch.Size
     dtype: torch.dtype
     filename: str | None
     result: torch.Tensor | None = None
-    replace: bool = False  # the file is read by another leaf of this save: never overwrite
 
-    def run(self) -> None:
+    def write(self, staging: _atomic.Staging | None) -> None:
+        if self.filename is None:
+            if self.result is None:
+                self.result = MemoryMappedTensor._create(self.shape, self.dtype, None, True,
+                                                         self.source)
+        elif self.result is not None:  # the file stays: the new save links it
+            _link(self.filename, staging.path(self.filename))
+        else:
+            _tensor.write_file(staging.path(self.filename), self.source,
+                               self.shape.numel() * self.dtype.itemsize)
+
+    def map(self) -> None:
         if self.result is None:
-            self.result = MemoryMappedTensor._create(self.shape, self.dtype, self.filename,
-                                                     True, self.source, self.replace)
+            self.result = _tensor.map_file(self.filename, self.dtype, self.shape).as_subclass(
+                MemoryMappedTensor)
+
+
+def _link(source: str, dest: str) -> None:
+    """``dest`` becomes another name of the file ``source`` (a copy where links fail):
+    the tensors mapping it stay the tensors of the new save."""
+    try:
+        os.link(source, dest)
+    except OSError:
+        shutil.copyfile(source, dest)
 
 
 @dataclass
@@ -80,7 +106,6 @@ class _Node:
     meta: str | None = None
     pickled: tuple[str, bytes] | None = None
     keep: set[str] = field(default_factory=set)  # the names this save writes in the folder
-    stale: set[str] = field(default_factory=set)  # what an earlier save wrote there
     share: bool = False  # build a SharedNonTensorData reading its value from meta.json
 
 
@@ -143,7 +168,7 @@ def _plan(value: Any, folder: str | None, opts: _Options, path: tuple[Any, ...] 
         node.keep.add("_tensordict")
         node.meta = _layout.dumps_meta({"_type": str(type(value))})
     elif what in ("nontensor", "nontensorstack"):
-        _plan_non_tensor(node, path)
+        _plan_non_tensor(node, path, opts)
     else:
         raise TypeError(f"cannot memmap {type(value).__name__} at {_path_str(path or ('',))}")
     return node
@@ -214,75 +239,144 @@ def _type_name(node: _Node) -> str:
         node.kind, type(node.value).__name__)
 
 
-def _json_or_none(data: Any) -> str | None:
-    """``data`` as JSON when JSON gives it back unchanged, else None (pickle it)."""
-    try:
-        text = json.dumps(data, allow_nan=False)
-    except (TypeError, ValueError):
-        return None
-    return text if json.loads(text) == data else None
-
-
-def _plan_non_tensor(node: _Node, path: tuple[Any, ...]) -> None:
+def _plan_non_tensor(node: _Node, path: tuple[Any, ...], opts: _Options) -> None:
     value = node.value
-    try:
-        if node.kind == "nontensor":
-            meta: dict[str, Any] = {"_type": NONTENSOR_TYPE}
-            if _json_or_none(value.data) is not None:
-                meta["data"] = value.data
-            else:
-                node.pickled = ("other.pickle", pickle.dumps({"data": value.data}, protocol=4))
-            metadata = getattr(value, "_metadata", None)
-            meta.update(_metadata=metadata if _json_or_none(metadata) else None,
-                        _is_non_tensor=True)
-            node.meta = _layout.dumps_meta(meta)
-        else:
-            data = value.tolist()
-            if _json_or_none(data) is None:
-                node.pickled = ("pickle.pkl", pickle.dumps(data, protocol=4))
-                data = "pickle.pkl"
-            device = value.device
-            node.meta = _layout.dumps_meta({
-                "_type": STACK_TYPE, "_format_version": _layout.FORMAT_VERSION,
-                "_class": "tensordict:NonTensorStack", "stack_dim": 0,
-                "device": None if device is None else str(device), "data": data}, compact=True)
-    except (pickle.PicklingError, TypeError, AttributeError) as err:
-        where = _path_str(path or ("",))
-        raise TypeError(f"cannot memmap the non-tensor entry {where}: {err}") from err
+    if node.kind == "nontensor":
+        metadata = getattr(value, "_metadata", None)
+        meta: dict[str, Any] = {"_type": NONTENSOR_TYPE}
+        try:
+            meta.update(data=_jsonsafe.encode(value.data),
+                        _metadata=_jsonsafe.encode(metadata))
+        except _jsonsafe.NotRepresentable as err:
+            node.pickled = ("other.pickle",
+                            _pickle({"data": value.data, "_metadata": metadata}, err, path, opts))
+            meta["_metadata"] = None
+        meta["_is_non_tensor"] = True
+        node.meta = _layout.dumps_meta(meta)
+    else:
+        data = value.tolist()
+        try:
+            encoded = _jsonsafe.encode(data)
+        except _jsonsafe.NotRepresentable as err:
+            node.pickled = ("pickle.pkl", _pickle(data, err, path, opts))
+            encoded = "pickle.pkl"
+        device = value.device
+        node.meta = _layout.dumps_meta({
+            "_type": STACK_TYPE, "_format_version": _layout.FORMAT_VERSION,
+            "_class": "tensordict:NonTensorStack", "stack_dim": 0,
+            "device": None if device is None else str(device), "data": encoded}, compact=True)
     if node.pickled is not None:
         node.keep.add(node.pickled[0])
 
 
-# -- writing and finishing ---------------------------------------------------------------------
-def _prepare(node: _Node, root: bool = False) -> None:
-    if node.folder is None:
+def _pickle(data: Any, err: _jsonsafe.NotRepresentable, path: tuple[Any, ...],
+            opts: _Options) -> bytes:
+    """``data``, which has no JSON encoding, pickled if the caller allows it."""
+    where = _path_str(path or ("",))
+    if not opts.allow_pickle:
+        raise TypeError(
+            f"cannot memmap the non-tensor entry {where}: {err}; pass allow_pickle=True to "
+            "store it with pickle (loading it will need allow_pickle=True too)")
+    try:
+        return pickle.dumps(data, protocol=4)
+    except (pickle.PicklingError, TypeError, AttributeError) as perr:
+        raise TypeError(f"cannot memmap the non-tensor entry {where}: {perr}") from perr
+
+
+# -- writing, swapping in, building the result -------------------------------------------------
+def _check_kept(node: _Node) -> None:
+    """Refuse to put a file where a folder that no save wrote is, or a folder where such a
+    file is (OSError, as writing there would be): what the earlier save did not write is
+    kept, so it must not stand in the way of the new one."""
+    if node.folder is None or not os.path.isdir(node.folder):
         return
-    if not root and os.path.islink(node.folder):
-        raise ValueError(f"refusing to save through the symbolic link {node.folder}")
-    node.stale = _layout.prepare_folder(node.folder, node.keep)
+    owned = _layout.owned_names(node.folder)
+    files = [job.filename for child in node.children.values() if not isinstance(child, _Node)
+             for job in (child if isinstance(child, tuple) else (child,))]
+    if node.pickled is not None:
+        files.append(os.path.join(node.folder, node.pickled[0]))
+    for path in files:
+        if path is not None and os.path.basename(path) not in owned and _real_dir(path):
+            raise IsADirectoryError(errno.EISDIR, "cannot save a file over this folder, "
+                                    "which no save wrote", path)
     for child in node.children.values():
         if isinstance(child, _Node):
-            _prepare(child)
+            folder = child.folder
+            if os.path.basename(folder) not in owned and os.path.lexists(folder) and (
+                    not _real_dir(folder)):
+                raise FileExistsError(errno.EEXIST, "cannot save a folder over this file, "
+                                      "which no save wrote", folder)
+            _check_kept(child)
 
 
-def _finish(node: _Node) -> Any:
-    """Build the result of ``node`` from its written jobs; write its folder's meta."""
+def _real_dir(path: str) -> bool:
+    return os.path.isdir(path) and not os.path.islink(path)
+
+
+def _make_folders(node: _Node, staging: _atomic.Staging) -> None:
+    os.makedirs(staging.path(node.folder), exist_ok=True)
+    for child in node.children.values():
+        if isinstance(child, _Node):
+            _make_folders(child, staging)
+
+
+def _write_folders(node: _Node, staging: _atomic.Staging) -> None:
+    """Every pickle and meta.json, bottom-up: the root's meta.json is the last file."""
+    for child in node.children.values():
+        if isinstance(child, _Node):
+            _write_folders(child, staging)
+    folder = staging.path(node.folder)
+    files = [node.pickled] if node.pickled is not None else []
+    files.append((_layout.META, node.meta.encode("utf-8")))
+    for name, data in files:
+        _tensor.write_file(os.path.join(folder, name), data, len(data))
+
+
+def _run(jobs: list[_Job], staging: _atomic.Staging | None, num_threads: int) -> None:
+    if num_threads <= 0:
+        for job in jobs:
+            job.write(staging)
+        return
+    with ThreadPoolExecutor(num_threads, thread_name_prefix="tensordict-memmap") as pool:
+        futures = [pool.submit(job.write, staging) for job in jobs]
+        try:
+            for future in futures:
+                future.result()
+        except BaseException:
+            for future in futures:  # the running ones finish before the pool closes
+                future.cancel()
+            raise
+
+
+def _write(node: _Node, jobs: list[_Job], staging: _atomic.Staging | None,
+           num_threads: int) -> None:
+    """Write the save and swap it in; on failure, the temporary folder goes."""
+    if staging is None:
+        _run(jobs, None, num_threads)
+        return
+    try:
+        _check_kept(node)
+        _make_folders(node, staging)
+        _run(jobs, staging, num_threads)
+        _write_folders(node, staging)
+        staging.commit()
+    except BaseException:
+        staging.abort()
+        raise
+    staging.tidy()
+
+
+def _build_tree(node: _Node) -> Any:
+    """The result of ``node``, from its mapped jobs."""
     built: dict[Any, Any] = {}
     for key, child in node.children.items():
         if isinstance(child, _Node):
-            built[key] = _finish(child)
+            built[key] = _build_tree(child)
         elif isinstance(child, tuple):
             built[key] = _nested.view(child[0].result, child[1].result)
         else:
             built[key] = child.result
-    result = _build(node, built)
-    if node.folder is not None:
-        _layout.remove_stale(node.folder, node.stale)
-        if node.pickled is not None:
-            with open(os.path.join(node.folder, node.pickled[0]), "wb") as file:
-                file.write(node.pickled[1])
-        _layout.write_meta(node.folder, node.meta)
-    return result
+    return _build(node, built)
 
 
 def _build(node: _Node, built: dict[Any, Any]) -> Any:
@@ -341,41 +435,27 @@ def _jobs(node: _Node) -> list[_Job]:
 
 def save(collection: Any, prefix: str | os.PathLike[str] | None, *, copy_existing: bool,
          num_threads: int, return_early: bool, existsok: bool, robust_key: bool | None,
-         like: bool, share: bool = False, then: Callable[[Any], Any] | None = None) -> Any:
+         like: bool, share: bool = False, allow_pickle: bool = False,
+         then: Callable[[Any], Any] | None = None) -> Any:
     """Write ``collection`` under ``prefix`` (None: anonymous shared memory) and return
     the locked memmapped copy (or a :class:`TensorDictFuture`)."""
     folder = None if prefix is None else os.path.abspath(os.fspath(prefix))
-    opts = _Options(robust_key is not False, existsok, copy_existing, like, share)
+    opts = _Options(robust_key is not False, existsok, copy_existing, like, share, allow_pickle)
     node = _plan(collection, folder, opts)
     jobs = _jobs(node)
-    read = {file_id(job.source.untyped_storage().filename) for job in jobs
-            if job.source is not None} - {None}
-    for job in jobs:  # a file another leaf reads from is replaced, never rewritten in place
-        job.replace = file_id(job.filename) in read
-    _prepare(node, root=True)
+    staging = None if folder is None else _atomic.Staging(folder)
 
-    def finish() -> Any:
-        result = _finish(node)
+    def complete() -> Any:
+        _write(node, jobs, staging, num_threads)
+        for job in jobs:
+            job.map()
+        result = _build_tree(node)
         _lock_and_mark(result, node)
         return result if then is None else then(result)
 
-    if num_threads <= 0:
-        for job in jobs:
-            job.run()
-        return finish()
-    pool = ThreadPoolExecutor(num_threads, thread_name_prefix="tensordict-memmap")
-    futures = [pool.submit(job.run) for job in jobs]
-
-    def wait_and_finish() -> Any:
-        for future in futures:
-            future.result()
-        return finish()
-
-    if return_early:
-        done = pool.submit(wait_and_finish)  # queued after every job: no deadlock
-        pool.shutdown(wait=False)
-        return TensorDictFuture([done], None)
-    try:
-        return wait_and_finish()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    if not return_early or num_threads <= 0:
+        return complete()
+    pool = ThreadPoolExecutor(1, thread_name_prefix="tensordict-memmap")
+    done = pool.submit(complete)
+    pool.shutdown(wait=False)
+    return TensorDictFuture([done], None)

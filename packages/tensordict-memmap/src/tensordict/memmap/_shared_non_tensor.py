@@ -15,14 +15,13 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 import torch
 
 from tensordict._nontensor import NonTensorData
-from tensordict.memmap import _layout
+from tensordict.memmap import _jsonsafe, _layout
 
 _UNSET = object()  # the value NonTensorData.__init__ stores: leaves meta.json as it is
 
@@ -50,20 +49,20 @@ class SharedNonTensorData(NonTensorData):
     @property
     def data(self) -> Any:  # type: ignore[override]
         """The value, read from ``meta.json``."""
-        return _layout.read_meta(self._folder).get("data")
+        return _jsonsafe.decode(_layout.read_meta(self._folder).get("data"))
 
     @data.setter
     def data(self, value: Any) -> None:
         if value is _UNSET:
             return
         try:
-            text = json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as err:
+            encoded = _jsonsafe.encode(value)
+        except _jsonsafe.NotRepresentable as err:
             raise TypeError(f"cannot share the non-tensor value {value!r} of "
-                            f"{self._folder}: it is not JSON-serialisable ({err})") from err
+                            f"{self._folder}: {err}") from err
         meta = _layout.read_meta(self._folder) if os.path.exists(
             os.path.join(self._folder, _layout.META)) else {}
-        meta.update(data=json.loads(text), _is_non_tensor=True)
+        meta.update(data=encoded, _is_non_tensor=True)
         meta.setdefault("_type", "<class 'tensordict.tensorclass.NonTensorData'>")
         meta.setdefault("_metadata", None)
         _layout.write_meta(self._folder, _layout.dumps_meta(meta))

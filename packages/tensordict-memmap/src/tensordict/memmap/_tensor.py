@@ -20,6 +20,8 @@ Example:
 
 from __future__ import annotations
 
+import errno
+import math
 import os
 from collections.abc import Sequence
 from multiprocessing.reduction import ForkingPickler
@@ -41,14 +43,31 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
 
 
 def _as_shape(args: tuple[Any, ...], shape: Any) -> torch.Size:
-    """The size given as ``*size``, one sequence, or ``shape=``."""
+    """The size given as ``*size``, one sequence, or ``shape=`` (as upstream, giving none
+    is a TypeError)."""
     if shape is not None:
         if args:
             raise TypeError("give the size either positionally or as shape=, not both")
         args = (shape,)
+    elif not args:
+        raise TypeError("Could not find the shape argument in the arguments.")
     if len(args) == 1 and isinstance(args[0], (Sequence, torch.Size)):
         args = tuple(args[0])
     return torch.Size(args)
+
+
+def _check_shape(shape: torch.Size, dtype: torch.dtype) -> int:
+    """The byte size of a ``shape``/``dtype`` tensor; RuntimeError (upstream's class) for
+    a shape no tensor can have."""
+    negative = [size for size in shape if size < 0]
+    if negative:
+        raise RuntimeError(f"cannot create a MemoryMappedTensor of shape {list(shape)}: "
+                           f"the dimension {negative[0]} is negative")
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes >= 1 << 63:
+        raise RuntimeError(f"cannot create a MemoryMappedTensor of shape {list(shape)}: "
+                           f"{nbytes} bytes is more than a file can hold")
+    return nbytes
 
 
 def _check_device(device: Any) -> None:
@@ -62,23 +81,28 @@ def _raw_bytes(tensor: torch.Tensor) -> memoryview:
     return memoryview(flat.view(torch.uint8).numpy())
 
 
-def write_file(filename: str, tensor: torch.Tensor | None, nbytes: int,
+def write_file(filename: str, data: torch.Tensor | bytes | None, nbytes: int,
                overwrite: bool = False) -> None:
-    """Write ``tensor``'s bytes to ``filename``, or ``nbytes`` of zeros as a sparse file
-    when ``tensor`` is None. The file must not exist, unless ``overwrite`` (then it has
-    exactly ``nbytes`` and is rewritten in place: its cached pages are reused)."""
+    """Write ``data`` (a tensor's bytes, or bytes) to ``filename``, or ``nbytes`` of zeros
+    as a sparse file when ``data`` is None. The file must not exist, unless ``overwrite``
+    (then it has exactly ``nbytes`` and is rewritten in place: its cached pages are
+    reused). A file this call created is removed if writing fails."""
     flags = os.O_WRONLY | os.O_NOFOLLOW | (0 if overwrite else os.O_CREAT | os.O_EXCL)
     fd = os.open(filename, flags, 0o644)
     try:
-        if tensor is None:
+        if data is None:
             os.ftruncate(fd, nbytes)
         else:
-            data = _raw_bytes(tensor)
+            view = _raw_bytes(data) if isinstance(data, torch.Tensor) else memoryview(data)
             offset = 0
             while offset < nbytes:
-                offset += os.write(fd, data[offset: offset + _WRITE_CHUNK])
-    finally:
+                offset += os.write(fd, view[offset: offset + _WRITE_CHUNK])
+    except BaseException:
         os.close(fd)
+        if not overwrite:
+            os.unlink(filename)
+        raise
+    os.close(fd)
 
 
 def file_id(path: str | None) -> tuple[int, int] | None:
@@ -218,15 +242,14 @@ class MemoryMappedTensor(torch.Tensor):
 
     @classmethod
     def _create(cls, shape: torch.Size, dtype: torch.dtype, filename: str | None,
-                existsok: bool, source: torch.Tensor | None,
-                replace: bool = False) -> MemoryMappedTensor:
+                existsok: bool, source: torch.Tensor | None) -> MemoryMappedTensor:
         """Allocate (and fill from ``source``) a map of ``shape``/``dtype``.
 
         An existing file of the same size is rewritten in place (as upstream: its other
-        readers see the new values); otherwise, or with ``replace``, it is unlinked and
-        created anew (readers of the old file keep the old data, never a truncated map).
+        readers see the new values); otherwise it is unlinked and created anew (readers
+        of the old file keep the old data, never a truncated map).
         """
-        nbytes = shape.numel() * dtype.itemsize
+        nbytes = _check_shape(shape, dtype)
         if filename is None:
             storage = torch.UntypedStorage._new_shared(nbytes)
             out = torch.empty(0, dtype=dtype).set_(storage, 0, shape, contiguous_strides(shape))
@@ -237,12 +260,18 @@ class MemoryMappedTensor(torch.Tensor):
         if os.path.lexists(filename):
             if not existsok:
                 raise RuntimeError(f"The file {filename} already exists.")
-            overwrite = not (replace or source is None or os.path.islink(filename)
+            overwrite = not (source is None or os.path.islink(filename)
                              or os.path.getsize(filename) != nbytes
                              or maps_file(source, filename))
             if not overwrite:
                 os.unlink(filename)
-        write_file(filename, source, nbytes, overwrite)
+        try:
+            write_file(filename, source, nbytes, overwrite)
+        except OSError as err:
+            if err.errno != errno.EFBIG:
+                raise
+            raise RuntimeError(f"cannot create a MemoryMappedTensor of shape {list(shape)} "
+                               f"in {filename}: {err.strerror}") from err
         return map_file(filename, dtype, shape).as_subclass(cls)
 
     @classmethod
