@@ -5,8 +5,9 @@ The TensorDict is cut along ``dim`` into chunks (``chunksize`` elements each,
 ``num_chunks`` of them, or single elements with ``chunksize=0``). The workers never
 receive copies of the data: memory-mapped leaves travel as file names, every other leaf
 is moved to shared memory first (in place, so the caller's TensorDict sees what the
-workers write). Each worker receives the whole TensorDict once, when it starts; a task is
-then just a chunk's index range, so the cost per chunk is a few small messages.
+workers write). Each worker receives the whole TensorDict and every chunk's index once,
+when it starts; a task is then just a chunk's number, so the cost per chunk is a few small
+messages. The workers, and how a dead or stuck one is noticed, are in ``_map_pool``.
 
 Results come back as pickled bytes and are joined in chunk order (``torch.cat``, or
 ``torch.stack`` for ``chunksize=0``). A function that returns None has updated its chunk
@@ -24,51 +25,14 @@ Example:
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-import pickle
-import random
-import signal
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
-_Chunk = Any  # an index: an int, a slice, a LongTensor, or a tuple leading up to `dim`
-_WORKER_JOB: _Job | None = None  # the job a worker of our own pool received at start
-
-
-class _Job:
-    """What every task needs: the function, the data and, if workers can write it, ``out``."""
-
-    __slots__ = ("fn", "td", "out")
-
-    def __init__(self, fn: Callable[[Any], Any], td: Any, out: Any) -> None:
-        self.fn, self.td, self.out = fn, td, out
-
-    def run(self, index: _Chunk, seed: int) -> bytes | None:
-        torch.default_generator.manual_seed(seed)  # torch.manual_seed costs ~0.2 ms
-        random.seed(seed)
-        result = self.fn(self.td[index])
-        if result is None:
-            return None
-        if self.out is not None:
-            self.out[index] = result
-            return None
-        return pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _init_worker(job: _Job, worker_threads: int) -> None:
-    global _WORKER_JOB
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is handled by the caller
-    torch.set_num_threads(worker_threads)
-    _WORKER_JOB = job
-
-
-def _run_task(task: tuple[_Chunk, int, _Job | None]) -> bytes | None:
-    index, seed, job = task
-    return (job or _WORKER_JOB).run(index, seed)
+from tensordict._map_pool import Job, _Chunk, in_pool, own_workers
 
 
 def _travels_by_reference(x: torch.Tensor) -> bool:
@@ -130,14 +94,16 @@ def _map_chunks(td: Any, fn: Callable[[Any], Any], dim: int, num_workers: int | 
                 out: Any, shuffle: bool, chunksize: int | None, num_chunks: int | None,
                 pool: Any, generator: torch.Generator | None, max_tasks_per_child: int | None,
                 worker_threads: int, pbar: bool, mp_start_method: str | None,
-                ) -> Iterator[tuple[_Chunk, Any]]:
-    """Yield ``(chunk index, result)`` in chunk order; the pool is shut down (terminated
-    on error, Ctrl-C or an abandoned iterator) before this generator finishes."""
+                timeout: float | None) -> Iterator[tuple[_Chunk, Any]]:
+    """Yield ``(chunk index, result)`` in chunk order; our own workers have exited (been
+    terminated on an error, Ctrl-C or an abandoned iterator) when this generator ends."""
     if not td.batch_size:
         raise ValueError("map needs a TensorDict with at least one batch dim")
     dim = dim + td.ndim if dim < 0 else dim
     if not 0 <= dim < td.ndim:
         raise ValueError(f"dim {dim} is out of range for batch size {td.batch_size}")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout}")
     if num_workers is None:
         num_workers = os.cpu_count() or 1
     if generator is None:
@@ -146,29 +112,25 @@ def _map_chunks(td: Any, fn: Callable[[Any], Any], dim: int, num_workers: int | 
                              shuffle, generator)
     base_seed = int(torch.randint(0, 2**62, (), generator=generator))
     _share(td)
-    shared_out = out if out is not None and _all_by_reference(out) else None
-    job = _Job(fn, td, shared_out)
+    job = Job(fn, td, out if out is not None and _all_by_reference(out) else None)
+    batch = max(1, min(64, len(indices) // (4 * num_workers)))
+    if pool is None:
+        results = own_workers(job, indices, base_seed, num_workers=num_workers,
+                              start_method=mp_start_method, worker_threads=worker_threads,
+                              max_tasks_per_child=max_tasks_per_child, timeout=timeout,
+                              batch=batch)
+    else:
+        results = in_pool(pool, job, indices, base_seed, timeout=timeout, batch=batch)
     bar = _progress(len(indices), pbar)
-    own_pool = pool is None
-    if own_pool:
-        pool = mp.get_context(mp_start_method).Pool(
-            min(num_workers, max(len(indices), 1)), initializer=_init_worker,
-            initargs=(job, worker_threads), maxtasksperchild=max_tasks_per_child)
-    tasks = [(index, base_seed + i, None if own_pool else job) for i, index in enumerate(indices)]
-    batch = max(1, min(64, len(tasks) // (4 * num_workers)))
-    finished = False
     try:
-        for index, payload in zip(indices, pool.imap(_run_task, tasks, chunksize=batch)):
+        for index, result in zip(indices, results):
             if bar is not None:
                 bar.update()
-            yield index, None if payload is None else pickle.loads(payload)
-        finished = True
+            yield index, result
     finally:
+        results.close()
         if bar is not None:
             bar.close()
-        if own_pool:
-            pool.close() if finished else pool.terminate()
-            pool.join()
 
 
 class MapMixin:
@@ -192,6 +154,7 @@ class MapMixin:
         index_with_generator: bool = False,
         pbar: bool = False,
         mp_start_method: str | None = None,
+        timeout: float | None = None,
     ) -> Any:
         """Apply ``fn`` to chunks of this TensorDict in worker processes; join the results.
 
@@ -208,24 +171,39 @@ class MapMixin:
             chunksize: elements per chunk; ``0`` passes single elements and stacks the
                 results. Exclusive with ``num_chunks``.
             num_chunks: number of chunks (default: ``num_workers``).
-            pool: an existing ``multiprocessing`` pool to use (left open).
+            pool: an existing ``multiprocessing`` pool to use. It is never terminated,
+                not even on an error: chunks it already queued may still run, and a
+                stuck worker keeps running (terminate the pool yourself). A dead worker
+                of a ``multiprocessing.Pool`` is noticed (best effort; ``timeout`` is the
+                sure way).
             generator: seeds the work: chunk ``i`` runs with the CPU generator (and
                 ``random``) seeded with ``s + i``, where ``s`` is drawn from
                 ``generator`` (a fresh ``torch.Generator`` if None), so results do not
                 depend on which worker ran which chunk.
             max_tasks_per_child: replace a worker after this many tasks.
             worker_threads: ``torch.set_num_threads`` in each worker.
-            index_with_generator: accepted for compatibility; chunks are always sent as
-                index ranges, computed once.
+            index_with_generator: accepted for compatibility; the chunks' indices are
+                always computed once, and sent to each worker when it starts.
             pbar: show a tqdm progress bar over the chunks.
             mp_start_method: ``"fork"``, ``"spawn"`` or ``"forkserver"`` (default: the
                 platform's).
+            timeout: seconds a chunk may run (from the moment its worker starts it)
+                before ``TimeoutError`` is raised; None (default): no limit.
 
         Returns:
             The joined results, ``out`` if given, or None if ``fn`` returned None.
 
-        An exception raised by ``fn`` is re-raised here (with the worker's traceback as
-        its cause) after the pool has been shut down.
+        Failures never hang the call. Each ends it with an error after our workers
+        were terminated (results already written to ``out``, or in place, stay):
+
+        * an exception raised by ``fn`` is raised again, with the worker's traceback
+          as its cause;
+        * a worker process that dies (``os._exit``, a crash, a signal) raises
+          ``RuntimeError`` naming its exit code or signal, as soon as it is seen;
+        * a chunk running longer than ``timeout`` raises ``TimeoutError``;
+        * Ctrl-C raises ``KeyboardInterrupt`` (the workers ignore SIGINT).
+
+        Workers also exit on their own when the calling process is killed.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -239,7 +217,8 @@ class MapMixin:
         written = updated = False
         for index, result in _map_chunks(self, fn, dim, num_workers, out, False, chunksize,
                                          num_chunks, pool, generator, max_tasks_per_child,
-                                         worker_threads, pbar, mp_start_method):
+                                         worker_threads, pbar, mp_start_method,
+                                         timeout):
             if result is None:
                 updated = True
             elif out is not None:
@@ -272,9 +251,13 @@ class MapMixin:
         index_with_generator: bool = True,
         pbar: bool = False,
         mp_start_method: str | None = None,
+        timeout: float | None = None,
     ) -> Iterator[Any]:
         """Like :meth:`map`, yielding each chunk's result as soon as it (and every chunk
         before it) is done, in chunk order.
+
+        Failures end the iteration as they end :meth:`map` (``timeout`` included); so
+        does closing the iterator early, which terminates the workers.
 
         With ``shuffle=True`` the chunks are drawn from a random permutation of the
         elements (from ``generator``), as a data loader would; such chunks are copies, so
@@ -285,5 +268,6 @@ class MapMixin:
         """
         for _, result in _map_chunks(self, fn, dim, num_workers, None, shuffle, chunksize,
                                      num_chunks, pool, generator, max_tasks_per_child,
-                                     worker_threads, pbar, mp_start_method):
+                                     worker_threads, pbar, mp_start_method,
+                                     timeout):
             yield result
