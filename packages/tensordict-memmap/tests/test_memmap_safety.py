@@ -592,3 +592,21 @@ def test_links_inside_the_folder_and_a_linked_prefix_load(tmp_path):
     (tmp_path / "alias").symlink_to(victim)
     loaded = TensorDict.load_memmap(tmp_path / "alias", allow_pickle=True)
     assert loaded["ok"].tolist() == [0.0, 0.0] and loaded["s"] == {1}
+
+
+def test_a_tensorclass_defined_in_a_function_loads_in_the_same_process(tmp_path):
+    """Its name (``f.<locals>.C``) cannot be imported, but the class is defined here."""
+    tensorclass = pytest.importorskip("tensordict.tensorclasses").tensorclass
+
+    def define():
+        @tensorclass
+        class Local:
+            x: torch.Tensor
+            label: str
+        return Local
+
+    local = define()
+    local(x=torch.arange(3.0), label="a", batch_size=[3]).memmap(tmp_path / "tc")
+    loaded = TensorDict.load_memmap(tmp_path / "tc")
+    assert type(loaded) is local and loaded.label == "a"
+    assert torch.equal(loaded.x, torch.arange(3.0))

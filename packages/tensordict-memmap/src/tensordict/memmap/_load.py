@@ -38,7 +38,7 @@ from tensordict._shapes import as_device
 from tensordict.memmap import _atomic, _jsonsafe, _layout, _nested
 from tensordict.memmap._tensor import MemoryMappedTensor
 
-_CLASS_RE = re.compile(r"^<class '([^'<>]+)'>$")
+_CLASS_RE = re.compile(r"^<class '((?:[^'<>]|<locals>)+)'>$")  # "f.<locals>.C" too
 
 
 @dataclass
@@ -258,8 +258,27 @@ def _load_tensorclass(folder: str, meta: dict[str, Any], ctx: _Context, where: s
 
 
 def _defined_tensorclass(path: str, allow_import: bool) -> type | None:
-    """The tensorclass at the dotted ``path`` (``module.Name``), looked up in the modules
-    already imported; ``allow_import`` imports its module if needed."""
+    """The tensorclass at the dotted ``path`` (``module.Name``): one defined in this
+    process (the latest of that name, which finds classes defined in a function), else
+    looked up in the modules already imported; ``allow_import`` imports its module."""
+    return _live_tensorclass(path) or _module_tensorclass(path, allow_import)
+
+
+def _live_tensorclass(path: str) -> type | None:
+    """The last defined tensorclass whose ``module.qualname`` is ``path`` (none exists
+    unless the tensorclass plugin was imported)."""
+    base = getattr(sys.modules.get("tensordict.tensorclasses"), "TensorClassBase", None)
+    found, pending = None, [] if base is None else [base]
+    while pending:
+        cls = pending.pop(0)
+        if getattr(cls, "_is_tensorclass", False) and \
+                f"{cls.__module__}.{cls.__qualname__}" == path:
+            found = cls
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+def _module_tensorclass(path: str, allow_import: bool) -> type | None:
     parts = path.split(".")
     for split in range(len(parts) - 1, 0, -1):
         module_name = ".".join(parts[:split])
