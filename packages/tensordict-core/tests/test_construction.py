@@ -21,7 +21,7 @@ def test_keyword_entries_and_batch_size_forms():
 
 
 def test_source_and_kwargs_together_is_an_error():
-    with pytest.raises(TypeError, match="either"):
+    with pytest.raises(ValueError, match="either"):
         TensorDict({"a": torch.zeros(1)}, b=torch.zeros(1))
 
 
@@ -122,7 +122,7 @@ def test_from_tensordict_shares_leaves():
 
 
 def test_non_mapping_source_is_an_error():
-    with pytest.raises(TypeError, match="mapping"):
+    with pytest.raises(ValueError, match="mapping"):
         TensorDict([1, 2, 3])
 
 

@@ -213,7 +213,7 @@ def test_apply_default_fills_every_leaf_of_a_missing_subtree(nested_keys):
     stack = lazy_stack([nested()[0], nested()[1]])
     out = stack.apply(lambda x, y: x if y is None else x + y, other, default=None)
     assert out["n", "m", "c"].tolist() == [1.0, 1.0] and out["a"].tolist() == [1.0, 1.0]
-    with pytest.raises(KeyError, match='"m"'):
+    with pytest.raises(KeyError, match=r"\('n', 'm'\)"):
         nested().apply(lambda x, y: x + y, other)
 
 

@@ -549,13 +549,21 @@ def test_tensorclass_of_a_module_not_imported(tmp_path, monkeypatch):
 
     td_points_module.Point(x=torch.arange(3), batch_size=[3]).memmap(tmp_path / "p")
     assert type(TensorDict.load_memmap(tmp_path / "p")).__name__ == "Point"  # defined: found
-    monkeypatch.delitem(sys.modules, "td_points_module")
-    with pytest.raises(RuntimeError, match="Import the module that defines it"):
-        TensorDict.load_memmap(tmp_path / "p")
     point = td_points_module.Point.load_memmap(tmp_path / "p")  # the class itself: no lookup
     assert type(point) is td_points_module.Point and point.x.tolist() == [0, 1, 2]
-    reimported = TensorDict.load_memmap(tmp_path / "p", allow_pickle=True)
-    assert type(reimported).__name__ == "Point" and "td_points_module" in sys.modules
+    # a folder naming a module this process never imported: nothing is imported (the
+    # module would leave a file behind) unless the caller allows it
+    (modules / "td_never_imported.py").write_text(
+        f"open({str(tmp_path / 'ran')!r}, 'w').close()\n"
+        + (modules / "td_points_module.py").read_text())
+    meta = tmp_path / "p" / "meta.json"
+    meta.write_text(meta.read_text().replace("td_points_module", "td_never_imported"))
+    with pytest.raises(RuntimeError, match="Import the module that defines it"):
+        TensorDict.load_memmap(tmp_path / "p")
+    assert not (tmp_path / "ran").exists() and "td_never_imported" not in sys.modules
+    imported = TensorDict.load_memmap(tmp_path / "p", allow_pickle=True)
+    assert type(imported).__module__ == "td_never_imported" and (tmp_path / "ran").exists()
+    monkeypatch.delitem(sys.modules, "td_never_imported")
 
 
 @pytest.fixture

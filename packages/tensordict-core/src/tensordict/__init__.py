@@ -15,7 +15,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from tensordict import _pytree  # noqa: F401  (registers TensorDict as a pytree node)
+from tensordict import _pytree
 from tensordict import plugins as _plugins
 from tensordict._base import (
     TensorCollection,
@@ -37,9 +37,9 @@ from tensordict._nontensor import (
     MetaData,
     NonTensorData,
     NonTensorDataBase,
-    NonTensorStack,
     is_non_tensor,
 )
+from tensordict._nontensor_stack import NonTensorStack
 from tensordict._options import (
     capture_non_tensor_stack,
     get_defaults_to_none,
@@ -61,6 +61,7 @@ from tensordict.plugins import hookimpl
 
 fromkeys = TensorDict.fromkeys
 
+_pytree.register_nodes()  # torch.func and pytree tools see the tensors of TensorDicts
 _plugins.install_subpackage_finder()
 
 __all__ = [

@@ -1,100 +1,56 @@
-"""TensorDictBase: what every tensor collection shares.
+"""TensorDictBase: what every TensorDict-like collection shares.
 
 A concrete collection (``TensorDict``, ``LazyStackedTensorDict``) provides a handful of
 primitives: ``batch_size``/``device``/``names``, ``_get_str``, ``_set_str``, ``_del_str``,
 ``_keys_str``, ``_apply_nest`` (the one leaf-wise traversal), ``_index`` and
-``_set_at_index``, and the lock. Everything else (the dict API, shape ops, math, device
-moves...) is written once on top of them, in the mixins this class combines.
+``_set_at_index``, and the lock (an ``_is_locked`` attribute and ``_propagate_lock``).
+Everything else (the dict API, shape ops, math, device moves...) is written once on top
+of them, in the mixins this class inherits: every shared method is an attribute of
+``TensorDictBase`` itself, and the concrete classes add only what they do differently.
+
+>>> from tensordict import TensorDict
+>>> TensorDict.update_at_ is TensorDictBase.update_at_
+True
 """
 
 from __future__ import annotations
 
 import abc
-import enum
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any, TypeVar
 
 import torch
 
-from tensordict import plugins
-from tensordict._nested_key import NestedKey
+from tensordict._collection import (  # noqa: F401  (re-exported for upstream's imports)
+    NO_DEFAULT,
+    TensorCollection,
+    _CollectionMeta,
+    classes,
+    is_tensor_collection,
+    is_tensorclass,
+    register_class,
+)
+from tensordict._compare import CompareMixin
+from tensordict._convert import ConvertMixin
+from tensordict._device import DeviceMixin
+from tensordict._dict_api import DictMixin
+from tensordict._functional import FunctionalMixin
+from tensordict._pointwise import PointwiseMixin
+from tensordict._reductions import ReductionsMixin
+from tensordict._serialization import SerializationMixin
+from tensordict._shape_ops import ShapeOpsMixin
+from tensordict._storage import StorageMixin
+from tensordict._torch_function import TorchFunctionMixin
+from tensordict._traverse import TraverseMixin
 
 T = TypeVar("T", bound="TensorDictBase")
 
 
-class _NoDefault(enum.Enum):
-    """Marker for "no default given" (``None`` is a valid default).
-
-    An enum member, so ``torch.compile`` treats it as a constant.
-    """
-
-    NO_DEFAULT = 0
-
-    def __repr__(self) -> str:
-        return "NO_DEFAULT"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-NO_DEFAULT: Any = _NoDefault.NO_DEFAULT
-
-
-class _CollectionMeta(abc.ABCMeta):
-    """Finds class-level plugin methods (``TensorDict.load_memmap``) on lookup."""
-
-    def __getattr__(cls, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        function = plugins.method(name)
-        if isinstance(function, classmethod):
-            return function.__get__(None, cls)
-        if function is not None:
-            return function
-        raise plugins.missing_method_error(cls.__name__, name)
-
-
-class TensorCollection(metaclass=_CollectionMeta):
-    """Common ancestor of TensorDicts, lazy stacks, non-tensor data and tensorclasses."""
-
-    __slots__ = ()
-
-    def __getattr__(self, name: str) -> Any:
-        # only called when regular lookup fails: plugin-provided methods live here
-        if name.startswith("_"):
-            raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
-        function = plugins.method(name)
-        if function is None:
-            raise plugins.missing_method_error(type(self).__name__, name)
-        if isinstance(function, classmethod):
-            return function.__get__(None, type(self))
-        return function.__get__(self, type(self))
-
-
-def is_tensor_collection(obj: Any) -> bool:
-    """True for TensorDicts, lazy stacks, non-tensor data and tensorclasses (instances
-    or classes).
-
-    >>> import torch
-    >>> from tensordict import TensorDict
-    >>> is_tensor_collection(TensorDict()), is_tensor_collection(torch.zeros(1))
-    (True, False)
-    """
-    cls = obj if isinstance(obj, type) else type(obj)
-    return issubclass(cls, TensorCollection) or getattr(cls, "_is_tensorclass", False)
-
-
-def is_tensorclass(obj: Any) -> bool:
-    """True for tensorclasses and their instances (the ``@tensorclass`` plugin marks them).
-
-    >>> is_tensorclass(TensorDictBase), is_tensorclass(object())
-    (False, False)
-    """
-    cls = obj if isinstance(obj, type) else type(obj)
-    return bool(getattr(cls, "_is_tensorclass", False))
-
-
-class TensorDictBase(TensorCollection, MutableMapping):
+@register_class
+class TensorDictBase(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMixin,
+                     FunctionalMixin, ShapeOpsMixin, PointwiseMixin, ReductionsMixin,
+                     TorchFunctionMixin, SerializationMixin, ConvertMixin, TensorCollection,
+                     MutableMapping):
     """Abstract base of every TensorDict-like container."""
 
     __slots__ = ()
@@ -135,10 +91,6 @@ class TensorDictBase(TensorCollection, MutableMapping):
     @abc.abstractmethod
     def _set_at_index(self, index: Any, value: Any) -> None: ...
 
-    @property
-    @abc.abstractmethod
-    def is_locked(self) -> bool: ...
-
     def _peek_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
         """A value telling what kind of entry ``key`` is (node, tensor, non-tensor) without
         building it: the stored value (one part's for a lazy stack)."""
@@ -154,9 +106,7 @@ class TensorDictBase(TensorCollection, MutableMapping):
         >>> TensorDict.lazy_stack([a, b])[1] is b
         True
         """
-        from tensordict._lazy import LazyStackedTensorDict
-
-        return LazyStackedTensorDict.lazy_stack(items, dim, out=out, **kwargs)
+        return classes.LazyStackedTensorDict.lazy_stack(items, dim, out=out, **kwargs)
 
     # -- sizes -------------------------------------------------------------------------
     @property
@@ -208,17 +158,11 @@ class TensorDictBase(TensorCollection, MutableMapping):
             "`td.all()`, `td.any()` or `td.is_empty()`."
         )
 
-    __hash__ = None  # type: ignore[assignment]
-
     def __contains__(self, key: object) -> bool:
         if key.__class__ is str:
             return key in self._keys_str()
         if isinstance(key, tuple):
             return self._get_path(key, None) is not None
-        raise TypeError(
-            f"'in' needs a string or a tuple of strings (a key), got {type(key).__name__}"
+        raise RuntimeError(  # as upstream
+            f"'in' needs a string or a tuple of strings (a key), got {key!r}"
         )
-
-    # Implemented by _td.py / the dict-api mixin; declared here for type checkers.
-    def _get_path(self, key: NestedKey, default: Any) -> Any:  # pragma: no cover
-        raise NotImplementedError

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from tensordict._base import TensorDictBase, is_tensor_collection, is_tensorclass
+from tensordict._collection import classes, is_tensor_collection, is_tensorclass
 from tensordict._keys import is_leaf_nontensor
 
 
@@ -25,10 +25,8 @@ def leafwise_binary(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> Any:
     """``op(leaf, other_leaf)`` for every leaf; ``other`` a collection, dict, tensor or
     number. Anything else (a string, None, a list...) is never equal to a TensorDict:
     ``==`` gives False and ``!=`` True (see :func:`_incomparable`)."""
-    from tensordict._td import TensorDict
-
     if isinstance(other, Mapping) and not is_tensor_collection(other):
-        other = TensorDict(other)
+        other = classes.TensorDict(other)
     if is_tensor_collection(other):
         mine = set(td.keys(True, True))
         theirs = set() if getattr(other, "_is_non_tensor", False) else set(other.keys(True, True))
@@ -47,28 +45,25 @@ def _incomparable(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> bool:
     """The result of comparing ``td`` with a value that is neither a collection, a tensor
     nor a number: not equal; ordering gives False for a TensorDict (as upstream) and
     raises ValueError for other collections."""
-    from tensordict._td import TensorDict
-
     if op is operator.eq or op is operator.ne:
         return op is operator.ne
-    if type(td) is TensorDict:
+    if type(td) is classes.TensorDict:
         return False
     raise ValueError(f"Incompatible value {type(other)} for op __{op.__name__}__.")
 
 
 def _binary_nested(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> Any:
     """Recursive form that also compares non-tensor entries (as bool tensors)."""
-    from tensordict._td import TensorDict
-
     out: dict[str, Any] = {}
     for key in td._keys_str():
         mine = td._get_str(key)
         theirs = other._get_str(key) if is_tensor_collection(other) else other
-        if isinstance(mine, TensorDictBase) and not getattr(mine, "_is_non_tensor", False):
+        if isinstance(mine, classes.TensorDictBase) and not getattr(mine, "_is_non_tensor", False):
             out[key] = _binary_nested(mine, theirs, op)
         else:
             out[key] = op(mine, theirs)
-    return TensorDict._new_unsafe(out, td.batch_size, td.device, getattr(td, "_names", None))
+    return classes.TensorDict._new_unsafe(out, td.batch_size, td.device,
+                                          getattr(td, "_names", None))
 
 
 def _reduce_truth(td: Any, reducer: str, dim: int | None) -> Any:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tensordict._base import TensorDictBase
+from tensordict._collection import classes
 from tensordict._nontensor import unwrap_non_tensor
 
 _PYTREE_TYPE = "_pytree_type"
@@ -220,7 +220,7 @@ class ConvertMixin:
         """
         options = {"auto_batch_size": auto_batch_size, "batch_dims": batch_dims,
                    "device": device, "batch_size": batch_size}
-        if isinstance(obj, TensorDictBase):
+        if isinstance(obj, classes.TensorDictBase):
             return obj
         if isinstance(obj, Mapping):
             return cls.from_dict(obj, **options)
@@ -248,7 +248,7 @@ class ConvertMixin:
             value = self._get_str(key)
             if _non_tensor(value):
                 value = unwrap_non_tensor(value)
-            elif isinstance(value, TensorDictBase):
+            elif isinstance(value, classes.TensorDictBase):
                 value = value.to_namedtuple()
             values.append(value)
         return collections.namedtuple("GenericDict", keys, rename=True)(*values)
@@ -270,7 +270,7 @@ class ConvertMixin:
                 container = value.data.type
             elif _non_tensor(value):
                 items[key] = unwrap_non_tensor(value)
-            elif isinstance(value, TensorDictBase):
+            elif isinstance(value, classes.TensorDictBase):
                 items[key] = value.to_pytree()
             else:
                 items[key] = value
@@ -315,11 +315,9 @@ def from_dict(input_dict: Mapping[str, Any], batch_size: Any = None, device: Any
     >>> tensordict.from_dict({"a": torch.zeros(2)}, batch_size=[2])
     TensorDict(batch_size=[2], fields={a: f32[]})
     """
-    from tensordict._td import TensorDict
-
-    return TensorDict.from_dict(input_dict, batch_size=batch_size, device=device,
-                                batch_dims=batch_dims, auto_batch_size=auto_batch_size,
-                                names=names)
+    return classes.TensorDict.from_dict(input_dict, batch_size=batch_size, device=device,
+                                        batch_dims=batch_dims,
+                                        auto_batch_size=auto_batch_size, names=names)
 
 
 def make_tensordict(input_dict: Mapping[str, Any] | None = None, batch_size: Any = None,

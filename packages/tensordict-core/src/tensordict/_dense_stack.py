@@ -16,13 +16,15 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tensordict._base import TensorDictBase, is_tensor_collection
-from tensordict._lazy import LazyStackedTensorDict
+from tensordict._base import TensorDictBase
+from tensordict._collection import classes, is_tensor_collection
 from tensordict._options import lazy_legacy
 from tensordict._stack import StackMismatchError, maybe_dense_stack, stack
-from tensordict._td import TensorDict
+
+if TYPE_CHECKING:
+    from tensordict._lazy import LazyStackedTensorDict
 
 
 def dense_stack_tds(td_list: Sequence[TensorDictBase] | LazyStackedTensorDict,
@@ -51,7 +53,7 @@ def dense_stack_tds(td_list: Sequence[TensorDictBase] | LazyStackedTensorDict,
     >>> type(dense).__name__, dense.batch_size, dense["lazy"][:, 1]["b"].shape
     ('TensorDict', torch.Size([2]), torch.Size([2]))
     """
-    if isinstance(td_list, LazyStackedTensorDict):
+    if isinstance(td_list, classes.LazyStackedTensorDict):
         return _stack_levels(list(td_list.tensordicts), td_list.stack_dim)
     if is_tensor_collection(td_list):
         return td_list
@@ -69,25 +71,25 @@ def _stack_levels(tds: list[Any], dim: int) -> Any:
                          f"{tds[0].batch_size}")
     dim %= ndim + 1
     kinds = {type(td) for td in tds}
-    if kinds == {LazyStackedTensorDict}:
+    if kinds == {classes.LazyStackedTensorDict}:
         return _stack_lazy(tds, dim)
-    if len(kinds) == 1 and kinds != {TensorDict}:  # tensorclasses, non-tensor stacks...
+    if len(kinds) == 1 and kinds != {classes.TensorDict}:  # tensorclasses, non-tensor stacks...
         return maybe_dense_stack(tds, dim)
     keys = list(tds[0]._keys_str())
     if len(kinds) > 1 or any(set(td._keys_str()) != set(keys) for td in tds[1:]):
-        return LazyStackedTensorDict.lazy_stack(tds, dim)
+        return classes.LazyStackedTensorDict.lazy_stack(tds, dim)
     node_keys = [{_is_node(td._get_str(key)) for td in tds} for key in keys]
     if any(len(flags) > 1 for flags in node_keys):  # a TensorDict here, a leaf there
-        return LazyStackedTensorDict.lazy_stack(tds, dim)
+        return classes.LazyStackedTensorDict.lazy_stack(tds, dim)
     nested = [key for key, flags in zip(keys, node_keys) if flags == {True}]
     try:
         flat = stack([td.exclude(*nested) for td in tds], dim)
     except StackMismatchError:
-        return LazyStackedTensorDict.lazy_stack(tds, dim)
+        return classes.LazyStackedTensorDict.lazy_stack(tds, dim)
     entries = {key: flat._get_str(key, None) for key in keys}
     for key in nested:
         entries[key] = _stack_levels([td._get_str(key) for td in tds], dim)
-    return TensorDict._new_unsafe(entries, flat.batch_size, flat.device, flat._names)
+    return classes.TensorDict._new_unsafe(entries, flat.batch_size, flat.device, flat._names)
 
 
 def _stack_lazy(stacks: list[LazyStackedTensorDict], dim: int) -> Any:
@@ -96,15 +98,15 @@ def _stack_lazy(stacks: list[LazyStackedTensorDict], dim: int) -> Any:
     same = all(s.stack_dim == first.stack_dim and s.batch_size == first.batch_size
                for s in stacks[1:])
     if not same:
-        return LazyStackedTensorDict.lazy_stack(stacks, dim)
+        return classes.LazyStackedTensorDict.lazy_stack(stacks, dim)
     stack_dim = first.stack_dim
     part_dim = dim if dim <= stack_dim else dim - 1
     parts = [_stack_levels(list(group), part_dim)
              for group in zip(*(s.tensordicts for s in stacks))]
-    return LazyStackedTensorDict(*parts, stack_dim=stack_dim + 1 if dim <= stack_dim
-                                 else stack_dim)
+    return classes.LazyStackedTensorDict(*parts, stack_dim=stack_dim + 1 if dim <= stack_dim
+                                         else stack_dim)
 
 
 def _is_node(value: Any) -> bool:
     """A sub-collection to stack level by level (not non-tensor data or a tensorclass)."""
-    return type(value) in (TensorDict, LazyStackedTensorDict)
+    return type(value) in (classes.TensorDict, classes.LazyStackedTensorDict)

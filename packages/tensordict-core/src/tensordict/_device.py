@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from tensordict._base import NO_DEFAULT
+from tensordict._collection import NO_DEFAULT
 from tensordict._reductions import reduce_fully
 from tensordict._shapes import as_device
 
@@ -28,10 +28,13 @@ def _parse_to_args(*args: Any, **kwargs: Any) -> tuple[Any, Any, Any, bool]:
     dtype = kwargs.pop("dtype", None)
     batch_size = kwargs.pop("batch_size", None)
     non_blocking = bool(kwargs.pop("non_blocking", False))
+    given_dtype = dtype
     for arg in args:
         if arg is None:  # no device: nothing to move
             continue
         if isinstance(arg, torch.dtype):
+            if given_dtype is not None and arg != given_dtype:
+                raise TypeError(f"to() got two dtypes: {arg} and dtype={given_dtype}")
             dtype = arg
         elif isinstance(arg, (str, torch.device, int)):
             device = arg
@@ -39,7 +42,11 @@ def _parse_to_args(*args: Any, **kwargs: Any) -> tuple[Any, Any, Any, bool]:
             device = arg.device
             dtype = getattr(arg, "dtype", None) if isinstance(arg, torch.Tensor) else dtype
         else:
-            raise TypeError(f"to() does not understand the argument {arg!r}")
+            raise TypeError(f"to() does not understand the argument {arg!r} (a "
+                            f"{type(arg).__name__}): give a device, a dtype, a tensor or a "
+                            "TensorDict")
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise TypeError(f"to() needs a torch.dtype as dtype, got {dtype!r}")
     if kwargs:
         raise TypeError(f"to() got unexpected arguments {sorted(kwargs)}")
     return device, dtype, batch_size, non_blocking

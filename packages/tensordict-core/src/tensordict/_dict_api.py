@@ -17,12 +17,13 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from tensordict import errors
-from tensordict._base import NO_DEFAULT, TensorDictBase, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._keys import (
     TensorDictItemsView,
     TensorDictKeysView,
@@ -33,7 +34,12 @@ from tensordict._metadata import MetadataMixin
 from tensordict._nested_key import NestedKey, key_to_path, unravel_key
 from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 from tensordict._options import get_defaults_to_none
+from tensordict._plan import WritePlan, check_write
 from tensordict._restructure import RestructureMixin, _is_node
+from tensordict._setitem import plan_leaf_at_index
+
+if TYPE_CHECKING:
+    from tensordict._base import TensorDictBase
 
 #: How a lazy stack reads entries of different shapes (``get(key, as_list=True)``...);
 #: a dense collection, whose values already are one tensor, accepts and ignores them.
@@ -51,15 +57,18 @@ class DictMixin(RestructureMixin, MetadataMixin):
     _has_exclusive_keys = False
 
     # -- nested access -------------------------------------------------------------------
-    def _get_path(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
-        """The stored value at ``key`` (non-tensor data not unwrapped)."""
+    def _get_path(self, key: NestedKey, default: Any = NO_DEFAULT, *,
+                  leaf_raises: bool = False) -> Any:
+        """The stored value at ``key`` (non-tensor data not unwrapped); ``default`` for a
+        missing key, and for a key through a leaf unless ``leaf_raises``."""
         if key.__class__ is str:
             return self._get_str(key, default)
         path = key_to_path(key)
         node: Any = self
         for depth, part in enumerate(path):
-            if not isinstance(node, TensorDictBase) or getattr(node, "_is_non_tensor", False):
-                if default is not NO_DEFAULT:
+            if not isinstance(node, classes.TensorDictBase) or \
+                    getattr(node, "_is_non_tensor", False):
+                if default is not NO_DEFAULT and not leaf_raises:
                     return default
                 raise errors.KeyThroughLeafError(
                     f"{path[depth - 1]!r} is a {type(node).__name__}, not a TensorDict, "
@@ -76,27 +85,38 @@ class DictMixin(RestructureMixin, MetadataMixin):
 
     def _parent_of(self, path: tuple[str, ...], create: bool) -> Any:
         """The sub-TensorDict holding ``path[-1]`` (created on the way if asked)."""
+        if len(path) == 1:
+            return self
+        node, depth = self._deepest_node(path)
+        if depth < len(path) - 1:
+            if not create:
+                raise errors.missing_key(path, list(node._keys_str()), path[:depth])
+            for part in path[depth:-1]:
+                child = node._empty_child()
+                node._set_str(part, child, inplace=False, validated=True)
+                node = child
+        return node
+
+    def _deepest_node(self, path: tuple[str, ...]) -> tuple[Any, int]:
+        """The deepest existing sub-TensorDict on the way to ``path[-1]``, and its depth
+        (``len(path) - 1`` when it is the parent of ``path[-1]``); KeyError through a leaf."""
         node: Any = self
         for depth, part in enumerate(path[:-1]):
             child = node._get_str(part, None)
             if child is None:
-                if not create:
-                    raise errors.missing_key(path, list(node._keys_str()), path[:depth])
-                child = node._empty_child()
-                node._set_str(part, child, inplace=False, validated=True)
-            elif not isinstance(child, TensorDictBase) or getattr(child, "_is_non_tensor", False):
+                return node, depth
+            if not isinstance(child, classes.TensorDictBase) or \
+                    getattr(child, "_is_non_tensor", False):
                 raise errors.KeyThroughLeafError(
                     f"{part!r} is a {type(child).__name__}, not a TensorDict, so it has "
                     f"no entry {path[depth + 1]!r} (writing {path!r})."
                 )
             node = child
-        return node
+        return node, len(path) - 1
 
     def _empty_child(self) -> Any:
-        from tensordict._td import TensorDict
-
-        return TensorDict._new_unsafe({}, self.batch_size, self.device,
-                                      getattr(self, "_names", None))
+        return classes.TensorDict._new_unsafe({}, self.batch_size, self.device,
+                                              getattr(self, "_names", None))
 
     # -- reading -------------------------------------------------------------------------
     def get(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:
@@ -112,9 +132,10 @@ class DictMixin(RestructureMixin, MetadataMixin):
         if kwargs and kwargs.keys() - _STACK_READ_OPTIONS:
             unexpected = sorted(kwargs.keys() - _STACK_READ_OPTIONS)
             raise TypeError(f"get() got unexpected arguments {unexpected}")
-        if default is NO_DEFAULT and get_defaults_to_none():
+        leaf_raises = default is NO_DEFAULT  # a key through a leaf is an error then
+        if leaf_raises and get_defaults_to_none():
             default = None
-        return self._get_path(key, default)
+        return self._get_path(key, default, leaf_raises=leaf_raises)
 
     def get_non_tensor(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
         """The Python object stored at ``key`` (tensors are returned as they are)."""
@@ -185,9 +206,14 @@ class DictMixin(RestructureMixin, MetadataMixin):
             return self._set_str(key, item, inplace=inplace, validated=False,
                                  non_blocking=non_blocking)
         path = key_to_path(key)
-        parent = self._parent_of(path, create=True) if len(path) > 1 else self
-        parent._set_str(path[-1], item, inplace=inplace, validated=False,
-                        non_blocking=non_blocking)
+        node, depth = self._deepest_node(path)
+        if depth < len(path) - 1:  # new levels: check the value before creating them
+            item = node._validate_value(item, path, non_blocking)  # errors name the full path
+            if node.is_locked:
+                raise errors.locked(key=path[depth])
+            node = self._parent_of(path, create=True)
+        node._set_str(path[-1], item, inplace=inplace, validated=depth < len(path) - 1,
+                      non_blocking=non_blocking)
         return self
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -275,20 +301,37 @@ class DictMixin(RestructureMixin, MetadataMixin):
         >>> td.update({"a": {"c": torch.ones(())}})
         TensorDict(batch_size=[], fields={a: {b: f32[], c: f32[]}})
         """
+        self._update_plan(input_dict_or_td, clone, inplace, keys_to_update, non_blocking).run()
+        return self
+
+    def _update_plan(self, source: Any, clone: bool, inplace: bool,
+                     keys_to_update: Sequence[NestedKey] | None, non_blocking: bool
+                     ) -> WritePlan:
+        """The checked writes of :meth:`update`."""
         allowed = None
         if keys_to_update is not None:
             allowed = {key_to_path(k) for k in keys_to_update}
-        writes = self._plan_update(input_dict_or_td, (), allowed, clone)
+        plan = WritePlan()
+        writes = self._plan_update(source, (), allowed, clone, inplace)
+        plan.call(self._write_entries, writes, inplace, non_blocking)
+        return plan
+
+    def _write_entries(self, writes: list[tuple[tuple[str, ...], str, Any]], inplace: bool,
+                       non_blocking: bool) -> None:
+        """Write the validated ``(parent path, key, value)`` of ``writes``, creating the
+        missing levels."""
         for parent_path, key, value in writes:
-            parent = self._parent_of(parent_path + (key,), create=True)
-            parent._set_str(key, value, inplace=inplace, validated=True, non_blocking=non_blocking)
-        return self
+            parent = self._parent_of(parent_path + (key,), create=True) if parent_path else self
+            parent._set_str(key, value, inplace=inplace, validated=True,
+                            non_blocking=non_blocking)
 
     def _plan_update(self, source: Any, prefix: tuple[str, ...],
-                     allowed: set[tuple[str, ...]] | None, clone: bool
+                     allowed: set[tuple[str, ...]] | None, clone: bool, inplace: bool = False
                      ) -> list[tuple[tuple[str, ...], str, Any]]:
-        """Validated ``(parent path, key, value)`` writes for :meth:`update`."""
-        items = source.items() if isinstance(source, (Mapping, TensorDictBase)) else source
+        """Validated ``(parent path, key, value)`` writes for :meth:`update` (each one
+        allowed by the locks and, in place, fitting the entry it overwrites)."""
+        is_mapping = isinstance(source, (Mapping, classes.TensorDictBase))
+        items = source.items() if is_mapping else source
         writes: list[tuple[tuple[str, ...], str, Any]] = []
         for key, value in items:
             path = prefix + ((key,) if key.__class__ is str else key_to_path(key))
@@ -299,23 +342,33 @@ class DictMixin(RestructureMixin, MetadataMixin):
             if value.__class__ is not torch.Tensor and _is_mapping_like(value):
                 target = parent._get_str(path[-1], None)
                 if _is_node(target):
-                    writes += self._plan_update(value, path, allowed, clone)
+                    writes += self._plan_update(value, path, allowed, clone, inplace)
                     continue
             if allowed is not None and not any(path[: len(a)] == a for a in allowed):
                 continue
+            name = path if len(path) > 1 else path[0]
+            present = parent._get_str(path[-1], None)
+            if parent._is_locked and (present is None or not inplace):
+                raise errors.locked(key=name)
             if clone and isinstance(value, torch.Tensor):
                 value = value.clone()
-            writes.append((path[:-1], path[-1], parent._validate_value(value, path[-1])))
+            value = parent._validate_value(value, name)
+            if inplace and isinstance(value, torch.Tensor) and isinstance(present, torch.Tensor):
+                check_write(present, value, name)
+            writes.append((path[:-1], path[-1], value))
         return writes
 
     def _planned_parent(self, path: tuple[str, ...]) -> Any:
-        """The existing parent of ``path`` or, if it does not exist yet, a stand-in."""
+        """The existing parent of ``path`` or, if it does not exist yet, a stand-in (a
+        locked TensorDict cannot get the missing levels)."""
         node: Any = self
         for part in path[:-1]:
             child = node._get_str(part, None)
             if child is None:
+                if node._is_locked:
+                    raise errors.locked(key=part)
                 return node._empty_child()
-            if not isinstance(child, TensorDictBase):
+            if not isinstance(child, classes.TensorDictBase):
                 raise errors.KeyThroughLeafError(
                     f"{part!r} is a {type(child).__name__}, not a TensorDict (writing {path!r})."
                 )
@@ -327,11 +380,50 @@ class DictMixin(RestructureMixin, MetadataMixin):
                 keys_to_update: Sequence[NestedKey] | None = None) -> Any:
         """Copy every entry of the input into the existing entries (KeyError if absent).
 
-        Every key is checked before the first copy.
+        Every entry is checked (it exists, the value fits it) before the first copy: on
+        error nothing has been written.
+
+        >>> td = TensorDict(a=torch.zeros(2), b=torch.zeros(2, 3), batch_size=[2])
+        >>> try:
+        ...     td.update_({"a": torch.ones(2), "b": torch.ones(2, 4)})
+        ... except RuntimeError:
+        ...     print(td["a"])
+        tensor([0., 0.])
         """
-        for key, value in self._existing_items(input_dict_or_td, keys_to_update, clone):
-            self.set_(key, value, non_blocking=non_blocking)
+        self._plan_update_(input_dict_or_td, keys_to_update, clone, non_blocking).run()
         return self
+
+    def _plan_update_(self, source: Any, keys_to_update: Sequence[NestedKey] | None,
+                      clone: bool, non_blocking: bool) -> WritePlan:
+        """The checked copies of :meth:`update_`."""
+        plan = WritePlan()
+        for key, path, parent, value in self._existing_items(source, keys_to_update, clone):
+            parent._plan_set_(plan, path[-1], value, key, non_blocking)
+        return plan
+
+    def _plan_set_(self, plan: WritePlan, key: str, value: Any, path: NestedKey,
+                   non_blocking: bool) -> None:
+        """Add to ``plan`` the checked in-place write of ``value`` into the existing entry
+        ``key`` (``path`` names it in errors)."""
+        value = self._validate_value(value, path, non_blocking)  # errors name the full path
+        present = self._get_str(key)
+        if isinstance(present, torch.Tensor) and isinstance(value, torch.Tensor):
+            plan.copy(present, value, path, non_blocking=non_blocking)
+        elif _is_node(present) and _is_node(value):
+            plan.extend(present._plan_update_(value, None, False, non_blocking))
+        elif isinstance(present, torch.Tensor) or isinstance(value, torch.Tensor) or \
+                _is_node(present) or _is_node(value):
+            raise RuntimeError(f"cannot write a {type(value).__name__} into the entry {path!r}, "
+                               f"a {type(present).__name__}")
+        else:  # non-tensor data: its content is replaced in place
+            plan.call(partial(self._set_str, key, value, inplace=True, validated=True))
+
+    def _plan_at_index(self, index: Any, value: Any) -> WritePlan:
+        """The checked writes of ``self[index] = value``; a collection that cannot check
+        them ahead overrides nothing and writes when the plan runs."""
+        plan = WritePlan()
+        plan.call(self._set_at_index, index, value)
+        return plan
 
     def update_at_(self, input_dict_or_td: Mapping[NestedKey, Any] | TensorDictBase,
                    idx: Any, clone: bool = False, *, non_blocking: bool = False,
@@ -343,15 +435,17 @@ class DictMixin(RestructureMixin, MetadataMixin):
         >>> td.update_at_({"a": 1.0, "n": {"b": 2.0}}, 1)["n", "b"]
         tensor([0., 2., 0.])
         """
-        if isinstance(input_dict_or_td, TensorDictBase):  # one indexed write, part by part
+        if isinstance(input_dict_or_td, classes.TensorDictBase):  # one indexed write, part by part
             source = input_dict_or_td if keys_to_update is None else \
                 input_dict_or_td.select(*keys_to_update, strict=False)
             for key in source.keys(True, True):  # its entries are not read (may be ragged)
                 self._existing_parent(key_to_path(key))
             self._set_at_index(idx, source)
             return self
-        for key, value in self._existing_items(input_dict_or_td, keys_to_update, clone):
-            self._write_at(key_to_path(key), idx, value)
+        plan = WritePlan()
+        for _, path, _, value in self._existing_items(input_dict_or_td, keys_to_update, clone):
+            plan.extend(self._plan_write_at(path, idx, value))
+        plan.run()
         return self
 
     def set_at_(self, key: NestedKey, value: Any, index: Any, *,
@@ -385,26 +479,31 @@ class DictMixin(RestructureMixin, MetadataMixin):
         return value[index]
 
     def _existing_items(self, source: Any, keys_to_update: Sequence[NestedKey] | None,
-                        clone: bool) -> list[tuple[NestedKey, Any]]:
-        """The leaves of ``source`` (those of ``keys_to_update``) to write in place, after
-        checking that each entry exists (KeyError naming the first one that does not)."""
+                        clone: bool) -> list[tuple[NestedKey, tuple[str, ...], Any, Any]]:
+        """``(key, path, parent, value)`` for the leaves of ``source`` (those of
+        ``keys_to_update``) to write in place, each entry checked to exist (KeyError naming
+        the first one that does not); ``parent`` holds it."""
         wanted = None if keys_to_update is None else {unravel_key(k) for k in keys_to_update}
-        items = [(key, value.clone() if clone and isinstance(value, torch.Tensor) else value)
-                 for key, value in _flat_items(source)
-                 if wanted is None or unravel_key(key) in wanted]
-        for key, _ in items:
-            self._existing_parent(key_to_path(key))  # raises KeyError naming the missing key
+        items = []
+        for key, value in _flat_items(source):
+            if wanted is not None and unravel_key(key) not in wanted:
+                continue
+            path = key_to_path(key)
+            parent = self._existing_parent(path)  # raises KeyError naming the missing key
+            if clone and isinstance(value, torch.Tensor):
+                value = value.clone()
+            items.append((key, path, parent, value))
         return items
 
-    def _write_at(self, path: tuple[str, ...], index: Any, value: Any) -> None:
-        """Write ``value`` into the existing entry at ``path``, at the batch ``index``."""
+    def _plan_write_at(self, path: tuple[str, ...], index: Any, value: Any) -> WritePlan:
+        """The checked write of ``value`` into the existing entry at ``path``, at the batch
+        ``index``."""
         target = self._get_path(path)
         if isinstance(target, torch.Tensor):
-            target[index] = value
-        elif getattr(target, "_is_non_tensor", False):
-            self._parent_of(path, create=False)._set_at_index(index, {path[-1]: value})
-        else:
-            target._set_at_index(index, value)
+            return plan_leaf_at_index(self, index, target, value, path)
+        if getattr(target, "_is_non_tensor", False):
+            return self._parent_of(path, create=False)._plan_at_index(index, {path[-1]: value})
+        return target._plan_at_index(index, value)
 
     # -- construction helpers ---------------------------------------------------------------
     @classmethod
@@ -414,9 +513,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
         >>> TensorDict.fromkeys(["a", ("b", "c")], 0)
         TensorDict(batch_size=[], fields={a: i64[], b: {c: i64[]}})
         """
-        from tensordict._td import TensorDict
-
-        out = TensorDict()
+        out = classes.TensorDict()
         for key in keys:
             out.set(key, value)
         return out
@@ -428,7 +525,7 @@ def _is_mapping_like(value: Any) -> bool:
 
 
 def _flat_items(source: Any) -> Iterable[tuple[NestedKey, Any]]:
-    if isinstance(source, TensorDictBase):
+    if isinstance(source, classes.TensorDictBase):
         return source.items(True, True, is_leaf=is_leaf_nontensor)
     out: list[tuple[NestedKey, Any]] = []
     for key, value in source.items():

@@ -25,12 +25,15 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from tensordict._base import TensorDictBase
+from tensordict._collection import classes
+
+if TYPE_CHECKING:
+    from tensordict._base import TensorDictBase
 
 _Tensor = torch.Tensor
 _is_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
@@ -65,10 +68,8 @@ class FunctionalMixin:
         [('1', 'bias'), ('1', 'num_batches_tracked')]
         """
         if use_state_dict:
-            from tensordict._td import TensorDict
-
             flat = module.state_dict(keep_vars=True)
-            out = TensorDict._new_unsafe({}, _SIZE0)
+            out = classes.TensorDict._new_unsafe({}, _SIZE0)
             for name, tensor in flat.items():
                 out.set(tuple(name.split(".")), tensor)
         else:
@@ -101,9 +102,8 @@ class FunctionalMixin:
         tds = [_module_tensordict(module) for module in modules]
         _check_same_structure(tds)
         if lazy_stack:
-            from tensordict._lazy import LazyStackedTensorDict
-
-            return _finish(LazyStackedTensorDict(*tds, stack_dim=0), as_module, False)
+            stacked = classes.LazyStackedTensorDict(*tds, stack_dim=0)
+            return _finish(stacked, as_module, False)
         size = torch.Size([len(tds)])
 
         def stack(first: _Tensor, *rest: _Tensor) -> _Tensor:
@@ -180,8 +180,6 @@ class FunctionalMixin:
 
 def _module_tensordict(module: nn.Module) -> Any:
     """The tensors of ``module`` and of its submodules (those holding any), nested."""
-    from tensordict._td import TensorDict
-
     entries: dict[str, Any] = {}
     for name, param in module._parameters.items():
         if param is not None:
@@ -194,9 +192,9 @@ def _module_tensordict(module: nn.Module) -> Any:
             sub = _module_tensordict(child)
             if sub._tensordict:
                 entries[name] = sub
-    out = TensorDict._new_unsafe(entries, _SIZE0)
+    out = classes.TensorDict._new_unsafe(entries, _SIZE0)
     # a module that is a TensorDict too (TensorDictParams) names its tensors by dotted path
-    return out.unflatten_keys(".") if isinstance(module, TensorDictBase) else out
+    return out.unflatten_keys(".") if isinstance(module, classes.TensorDictBase) else out
 
 
 def _finish(td: Any, as_module: bool, lock: bool) -> Any:
@@ -236,9 +234,7 @@ class _Swap:
         # plain tensors replacing parameters become parameters, except while compiling
         self.wrap = not torch.compiler.is_compiling()
         self.undo: list[tuple[dict[str, Any], str, _Tensor, _Tensor | None]] = []
-        from tensordict._td import TensorDict
-
-        self.td_cls = TensorDict
+        self.td_cls = classes.TensorDict
 
     def run(self, td: Any, module: nn.Module) -> Any:
         try:
@@ -256,7 +252,7 @@ class _Swap:
         """Write the leaves of ``td`` into ``module``; the replaced tensors (if kept)."""
         params, buffers = module._parameters, module._buffers
         td_cls = self.td_cls
-        if isinstance(module, TensorDictBase):  # TensorDictParams: tensors by dotted path
+        if isinstance(module, classes.TensorDictBase):  # TensorDictParams: dotted paths
             td = td.flatten_keys(".")
         entries = (td._tensordict if type(td) is td_cls
                    else {key: td._get_str(key) for key in td._keys_str()})
@@ -283,7 +279,7 @@ class _Swap:
                 undo.append((slots, key, old, None))
                 slots[key] = value
                 swapped[key] = old
-            elif type(value) is td_cls or (isinstance(value, TensorDictBase)
+            elif type(value) is td_cls or (isinstance(value, classes.TensorDictBase)
                                            and not getattr(value, "_is_non_tensor", False)):
                 child = module._modules.get(key)
                 if child is None:
@@ -298,10 +294,8 @@ class _Swap:
 
 def _put_back(swap: Any, module: nn.Module) -> None:
     """Restore the tensors a ``to_module`` call replaced (``swap`` is what it returned)."""
-    from tensordict._td import TensorDict
-
     params, buffers = module._parameters, module._buffers
-    entries = (swap._tensordict if type(swap) is TensorDict
+    entries = (swap._tensordict if type(swap) is classes.TensorDict
                else {key: swap._get_str(key) for key in swap._keys_str()})
     for key, value in entries.items():
         if isinstance(value, _Tensor):
@@ -316,8 +310,6 @@ def _is_parameter(tensor: _Tensor) -> bool:
 
 
 def _load_state_dict_into(td: Any, module: nn.Module, inplace: bool | None, keep: Any) -> Any:
-    from tensordict._td import TensorDict
-
     state = {".".join(k) if isinstance(k, tuple) else k: v
              for k, v in td.items(True, True) if isinstance(v, _Tensor)}
     current = module.state_dict(keep_vars=True)
@@ -328,7 +320,7 @@ def _load_state_dict_into(td: Any, module: nn.Module, inplace: bool | None, keep
     assign = inplace is False
     swap = None
     if keep:
-        swap = TensorDict.from_module(module, use_state_dict=True)
+        swap = classes.TensorDict.from_module(module, use_state_dict=True)
         if not assign:
             swap = swap.apply(lambda t: t.detach().clone())
     module.load_state_dict(state, strict=False, assign=assign)
@@ -346,10 +338,8 @@ def from_module(module: nn.Module, as_module: bool = False, use_state_dict: bool
     >>> sorted(tensordict.from_module(nn.Linear(2, 2)).keys())
     ['bias', 'weight']
     """
-    from tensordict._td import TensorDict
-
-    return TensorDict.from_module(module, as_module=as_module, use_state_dict=use_state_dict,
-                                  lock=lock)
+    return classes.TensorDict.from_module(module, as_module=as_module,
+                                          use_state_dict=use_state_dict, lock=lock)
 
 
 def from_modules(*modules: nn.Module, as_module: bool = False, lazy_stack: bool = False,
@@ -363,8 +353,7 @@ def from_modules(*modules: nn.Module, as_module: bool = False, lazy_stack: bool 
     >>> tensordict.from_modules(nn.Linear(2, 2), nn.Linear(2, 2)).batch_size
     torch.Size([2])
     """
-    from tensordict._td import TensorDict
-
-    return TensorDict.from_modules(*modules, as_module=as_module, lazy_stack=lazy_stack,
-                                   expand_identical=expand_identical)
+    return classes.TensorDict.from_modules(*modules, as_module=as_module,
+                                           lazy_stack=lazy_stack,
+                                           expand_identical=expand_identical)
 

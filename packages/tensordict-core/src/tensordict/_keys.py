@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict._collection import is_tensor_collection
 from tensordict._nested_key import NestedKey, key_to_path
 
 if TYPE_CHECKING:
@@ -28,8 +29,6 @@ _Tensor = torch.Tensor
 
 def default_is_leaf(cls: type) -> bool:
     """True for tensor types: the leaves ``keys(leaves_only=True)`` lists by default."""
-    from tensordict._base import is_tensor_collection
-
     return not is_tensor_collection(cls)
 
 

@@ -30,12 +30,8 @@ from typing import Any
 import torch
 
 from tensordict import errors
-from tensordict._base import NO_DEFAULT, TensorDictBase, is_tensor_collection
-from tensordict._compare import CompareMixin
-from tensordict._convert import ConvertMixin
-from tensordict._device import DeviceMixin
-from tensordict._dict_api import DictMixin
-from tensordict._functional import FunctionalMixin
+from tensordict._base import TensorDictBase
+from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection, register_class
 from tensordict._lazy_dict import LazyDictMixin, lazy_repr
 from tensordict._lazy_ops import (
     DensifyMixin,
@@ -45,17 +41,20 @@ from tensordict._lazy_ops import (
     restructure,
     stack_tensors,
 )
+from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nested_key import NestedKey, key_to_path
-from tensordict._nontensor import unwrap_non_tensor
+from tensordict._nontensor import merged_non_tensor, unwrap_non_tensor
 from tensordict._options import list_to_stack
-from tensordict._pointwise import PointwiseMixin
-from tensordict._reductions import ReductionsMixin
-from tensordict._serialization import SerializationMixin, allow_weights_only_load
-from tensordict._shape_ops import ShapeOpsMixin
-from tensordict._shapes import as_device, as_size, indexed_batch_size, normalize_index
-from tensordict._storage import StorageMixin
-from tensordict._torch_function import TorchFunctionMixin
-from tensordict._traverse import TraverseMixin
+from tensordict._plan import WritePlan, broadcasts_to
+from tensordict._serialization import allow_weights_only_load
+from tensordict._shapes import (
+    as_device,
+    as_size,
+    check_bounds,
+    indexed_batch_size,
+    masks_to_indices,
+    normalize_index,
+)
 
 _Tensor = torch.Tensor
 _SIMPLE = (int, slice, type(None))
@@ -63,11 +62,9 @@ _BATCH_SIZE, _DEVICE = operator.attrgetter("batch_size"), operator.attrgetter("d
 _UNKNOWN = False  # a device not looked up yet (neither a device nor None; pickles as is)
 
 
-# The mixins of TensorDict (written against the primitives), after the lazy overrides.
-class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin, TraverseMixin,
-                            DeviceMixin, CompareMixin, FunctionalMixin, ShapeOpsMixin,
-                            PointwiseMixin, ReductionsMixin, TorchFunctionMixin,
-                            SerializationMixin, ConvertMixin, TensorDictBase):
+# The lazy overrides, before the methods every TensorDict shares (TensorDictBase's mixins).
+@register_class
+class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
     """A stack of TensorDicts along ``stack_dim`` that keeps the TensorDicts.
 
     Args:
@@ -188,7 +185,7 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
             names = sorted(kind.__name__ for kind in kinds)
             raise TypeError(f"lazy_stack needs tensors or tensor collections, got {names}")
         if all(getattr(kind, "_is_non_tensor", False) for kind in kinds):
-            from tensordict._nontensor import NonTensorStack as cls
+            cls = classes.NonTensorStack
         else:
             cls = LazyStackedTensorDict
         stack = cls(*items, stack_dim=dim, device=device, stack_dim_name=stack_dim_name)
@@ -211,6 +208,9 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
     @batch_size.setter
     def batch_size(self, value: Sequence[int]) -> None:
         new = as_size(value)
+        if self._is_locked and new != self._batch_size:
+            raise errors.locked(f"change the batch size {list(self._batch_size)} to "
+                                f"{list(new)} of a")
         sd = self._stack_dim
         if len(new) <= sd or new[sd] != len(self.tensordicts):
             raise RuntimeError(f"cannot set the batch size of a lazy stack of "
@@ -246,7 +246,7 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
             value = [None] * len(self._batch_size)
         value = list(value)
         if len(value) != len(self._batch_size):
-            raise ValueError(f"{len(value)} names given for a batch size of "
+            raise ValueError(f"{len(value)} names {value} given for a batch size of "
                              f"{len(self._batch_size)} dims")
         stack_name = value.pop(self._stack_dim)
         for td in self.tensordicts:
@@ -261,7 +261,7 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
     def _propagate_lock(self, locked: bool) -> None:
         self._is_locked = locked
         for td in self.tensordicts:
-            td._propagate_lock(locked)
+            td._propagate_lock(LOCKED_BY_PARENT if locked else False)
 
     def _part_size(self) -> torch.Size:
         sd = self._stack_dim
@@ -300,20 +300,21 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
         if isinstance(first, _Tensor):
             return stack_tensors(key, values, self._stack_dim)
         if getattr(first, "_is_non_tensor", False):
-            from tensordict._nontensor import NonTensorStack, merged_non_tensor
-
             size = list(first.batch_size)
             size.insert(self._stack_dim, len(values))
             merged = merged_non_tensor(values, torch.Size(size), False)
             if merged is not None:
                 return merged
-            return NonTensorStack._new_unsafe(values, self._stack_dim)
+            return classes.NonTensorStack._new_unsafe(values, self._stack_dim)
         kind = type(first)
         if getattr(kind, "_is_tensorclass", False) and all(type(v) is kind for v in values):
             parts = [value._tensordict for value in values]
             return kind._from_tensordict(LazyStackedTensorDict._new_unsafe(parts,
                                                                            self._stack_dim))
-        return LazyStackedTensorDict._new_unsafe(values, self._stack_dim)
+        stack = LazyStackedTensorDict._new_unsafe(values, self._stack_dim)
+        if self._is_locked:  # a view of locked parts: unlocked only with this stack
+            stack._is_locked = LOCKED_BY_PARENT
+        return stack
 
     def __getitem__(self, index: Any) -> Any:
         if index.__class__ is int and not self._stack_dim:
@@ -372,17 +373,36 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
     # -- writing -------------------------------------------------------------------------------
     def _set_str(self, key: str, value: Any, *, inplace: bool, validated: bool,
                  non_blocking: bool = False) -> LazyStackedTensorDict:
-        pieces = None if validated else self._per_part(value)
-        if self._is_locked and not (inplace and key in self._keys_str()):
-            raise errors.locked()
-        if pieces is not None:
-            self._set_parts(key, pieces, inplace, non_blocking)
+        present = key in self._keys_str()
+        if self._is_locked and not (inplace and present):
+            raise errors.locked(key=key)
+        if inplace and present:  # every part's entry checked before the first copy
+            plan = WritePlan()
+            self._plan_set_(plan, key, value, key, non_blocking)
+            plan.run()
             return self
-        if not validated:
-            value = self._validate_value(value, key, non_blocking)
-        for td, piece in zip(self.tensordicts, self._split(value)):
-            td._set_str(key, piece, inplace=inplace, validated=True, non_blocking=non_blocking)
+        pieces = None if validated else self._per_part(value)
+        per_part = pieces is not None  # one piece per part, each still to check
+        if not per_part:
+            if not validated:
+                value = self._validate_value(value, key, non_blocking)
+            pieces = self._split(value)
+        self._set_parts(key, pieces, non_blocking, validated=not per_part)
         return self
+
+    def _plan_set_(self, plan: WritePlan, key: str, value: Any, path: NestedKey,
+                   non_blocking: bool) -> None:
+        pieces = self._per_part(value)
+        if pieces is None:
+            pieces = self._split(self._validate_value(value, path, non_blocking))
+        self._check_count(key, pieces)
+        for i, (td, piece) in enumerate(zip(self.tensordicts, pieces)):
+            try:
+                td._plan_set_(plan, key, piece, path, non_blocking)
+            except RuntimeError as err:
+                if type(err) is not RuntimeError:
+                    raise
+                raise RuntimeError(f"{err} (in part {i} of the lazy stack)") from None
 
     def _validate_value(self, value: Any, key: str, non_blocking: bool = False) -> Any:
         """``value`` in its stored form for the whole stack (checked against the batch)."""
@@ -397,7 +417,7 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
         if isinstance(value, LazyStackedTensorDict) and value.stack_dim == self._stack_dim \
                 and value.batch_size == batch_size:
             return value
-        return DictMixin._empty_child(self)._validate_value(value, key, non_blocking)
+        return TensorDictBase._empty_child(self)._validate_value(value, key, non_blocking)
 
     def _split(self, value: Any) -> list[Any]:
         """``value`` (the stored form of an entry of the whole stack) cut along the stack dim."""
@@ -417,35 +437,38 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
             return value
         return None
 
-    def _set_parts(self, key: str, pieces: list[Any], inplace: bool,
-                   non_blocking: bool) -> None:
-        """Write ``pieces[i]`` at ``key`` in part ``i`` (shapes may differ between parts),
-        everything checked before the first write."""
-        parts = self.tensordicts
-        if len(pieces) != len(parts):
+    def _check_count(self, key: str, pieces: list[Any]) -> None:
+        if len(pieces) != len(self.tensordicts):
             raise ValueError(f"cannot write {len(pieces)} values at key {key!r} of a lazy "
-                             f"stack of {len(parts)} parts")
-        pieces = [td._validate_value(piece, key, non_blocking)
-                  for td, piece in zip(parts, pieces)]
-        if inplace:
-            for i, (td, piece) in enumerate(zip(parts, pieces)):
-                present = td._get_str(key, None)
-                if isinstance(present, _Tensor) and isinstance(piece, _Tensor) and \
-                        not _broadcasts_to(piece.shape, present.shape):
-                    raise RuntimeError(f"cannot write a value of shape {piece.shape} into "
-                                       f"entry {key!r} of part {i}, of shape {present.shape}")
-        for td, piece in zip(parts, pieces):
-            td._set_str(key, piece, inplace=inplace, validated=True, non_blocking=non_blocking)
+                             f"stack of {len(self.tensordicts)} parts")
 
-    def _write_at(self, path: tuple[str, ...], index: Any, value: Any) -> None:
-        """Write into the parts: a number or tensor is first broadcast to the indexed shape
-        (when the parts agree on it), then cut along the stack dim."""
+    def _set_parts(self, key: str, pieces: list[Any], non_blocking: bool,
+                   validated: bool) -> None:
+        """Write ``pieces[i]`` at ``key`` in part ``i`` (shapes may differ between parts),
+        every piece checked before the first write."""
+        parts = self.tensordicts
+        self._check_count(key, pieces)
+        if not validated:
+            pieces = [td._validate_value(piece, key, non_blocking)
+                      for td, piece in zip(parts, pieces)]
+        if any(td.is_locked for td in parts):
+            raise errors.locked(key=key)
+        for td, piece in zip(parts, pieces):
+            td._set_str(key, piece, inplace=False, validated=True, non_blocking=non_blocking)
+
+    def _plan_write_at(self, path: tuple[str, ...], index: Any, value: Any) -> WritePlan:
+        """The writes into the parts: a number or tensor is first broadcast to the indexed
+        shape (when the parts agree on it), then cut along the stack dim."""
         parent = self._parent_of(path, create=False)
         shape = parent.get_item_shape(path[-1])
         if isinstance(value, (Number, _Tensor)) and -1 not in shape:
             size = indexed_batch_size(self._batch_size, index) + shape[len(self._batch_size):]
-            value = torch.as_tensor(value, device=self.device).expand(size)
-        parent._set_at_index(index, {path[-1]: value})
+            value = torch.as_tensor(value, device=self.device)
+            if not broadcasts_to(value.shape, size):
+                raise RuntimeError(f"cannot write a value of shape {list(value.shape)} into "
+                                   f"the entry {path!r} of shape {list(size)} at the index")
+            value = value.expand(size)
+        return parent._plan_at_index(index, {path[-1]: value})
 
     @property
     def _has_exclusive_keys(self) -> bool:
@@ -508,26 +531,31 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
         return type(self)._new_unsafe(pieces, out_dims)
 
     def _set_at_index(self, index: Any, value: Any) -> None:
+        self._plan_at_index(index, value).run()
+
+    def _plan_at_index(self, index: Any, value: Any) -> WritePlan:
+        """The writes of ``self[index] = value`` into the parts, all checked first."""
         parts = normalize_index(index, self._batch_size)
+        check_bounds(masks_to_indices(parts), self._batch_size)
         sd = self._stack_dim
         parts += (slice(None),) * (sd + 1 - len(parts))
         chosen, rest = _part_choice(parts[sd]), parts[:sd] + parts[sd + 1:]
         if chosen is not None and _dims_in_place(rest, parts[sd]):
             if chosen.__class__ is int:
-                _set_part(self.tensordicts[chosen], rest, value)
-                return
+                return _part_plan(self.tensordicts[chosen], rest, value)
             targets = self.tensordicts[chosen] if chosen.__class__ is slice else \
                 [self.tensordicts[i] for i in chosen]
             sub_batch = indexed_batch_size(self._batch_size, parts)
             sub_dim = sum(p.__class__ is not int for p in parts[:sd])  # the stack dim, indexed
             pieces = _split_value(value, sub_batch, sub_dim, len(targets))
             if pieces is not None:
+                plan = WritePlan()
                 for td, piece in zip(targets, pieces):
-                    _set_part(td, rest, piece)
-                return
-        dense = self.contiguous()  # anything else: write densely, then copy back
+                    plan.extend(_part_plan(td, rest, piece))
+                return plan
+        dense = self.contiguous()  # anything else: write densely (a copy), then copy back
         dense[index] = value
-        self.update_(dense)
+        return self._plan_update_(dense, None, False, False)
 
     # -- traversal -----------------------------------------------------------------------------
     def _apply_nest(self, fn: Callable[..., Any], *others: Any, batch_size: Any = None,
@@ -543,6 +571,9 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
                                                  names=names, inplace=inplace, **kwargs)
         sd = self._stack_dim
         default = kwargs.get("default", NO_DEFAULT)
+        own_plan = inplace and kwargs.get("plan") is None
+        if own_plan:  # every part's results are checked before the first write
+            kwargs["plan"] = WritePlan()
         split = [[other] * len(self.tensordicts) if other is default else self._split_other(other)
                  for other in others]
         part_names = NO_DEFAULT
@@ -556,6 +587,8 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, StorageMixin, DictMixin
                            inplace=inplace, **kwargs)
             for i, td in enumerate(self.tensordicts)
         ]
+        if own_plan:
+            kwargs["plan"].run()
         if results and all(result is None for result in results):
             return None  # every part filtered out (see ``apply``'s filter_empty)
         if inplace:
@@ -611,16 +644,10 @@ def _stacked_size(parts: list[Any], stack_dim: int) -> torch.Size:
         raise RuntimeError(f"lazy stacks need parts of the same batch size: part 0 has {size}, "
                            f"part {i} has {other}")
     if not -len(size) - 1 <= stack_dim <= len(size):
-        raise IndexError(f"stack dim {stack_dim} is out of range for parts of batch size {size}")
+        raise errors.BatchDimError(f"stack dim {stack_dim} is out of range for parts of batch "
+                                   f"size {size}")
     stack_dim %= len(size) + 1
     return size[:stack_dim] + torch.Size([len(parts)]) + size[stack_dim:]
-
-
-def _broadcasts_to(shape: torch.Size, target: torch.Size) -> bool:
-    try:
-        return torch.broadcast_shapes(shape, target) == target
-    except RuntimeError:
-        return False
 
 
 def _tensor_paths(td: Any, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
@@ -669,9 +696,9 @@ def _dims_in_place(rest: tuple[Any, ...], stack_part: Any) -> bool:
             and stack_part.__class__ is slice and all(p.__class__ is not int for p in rest))
 
 
-def _set_part(td: Any, rest: tuple[Any, ...], value: Any) -> None:
-    """``td[rest] = value``, in place, ``rest`` possibly empty."""
-    td._set_at_index(rest if rest else (), value)
+def _part_plan(td: Any, rest: tuple[Any, ...], value: Any) -> WritePlan:
+    """The checked writes of ``td[rest] = value``, ``rest`` possibly empty."""
+    return td._plan_at_index(rest if rest else (), value)
 
 
 def _split_value(value: Any, sub_batch: torch.Size, dim: int, count: int) -> list[Any] | None:
@@ -679,9 +706,7 @@ def _split_value(value: Any, sub_batch: torch.Size, dim: int, count: int) -> lis
     if isinstance(value, (int, float, bool)) or (isinstance(value, _Tensor) and not value.ndim):
         return [value] * count
     if isinstance(value, dict):
-        from tensordict._td import TensorDict
-
-        value = TensorDict(value, batch_size=sub_batch)
+        value = classes.TensorDict(value, batch_size=sub_batch)
     shape = value.batch_size if is_tensor_collection(value) else getattr(value, "shape", None)
     if shape is None or shape[: len(sub_batch)] != sub_batch:
         return None

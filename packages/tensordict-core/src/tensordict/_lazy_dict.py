@@ -25,9 +25,10 @@ from typing import Any
 import torch
 
 from tensordict import errors
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._nested_key import NestedKey
 from tensordict._options import get_printoptions
+from tensordict._plan import WritePlan
 from tensordict._repr import (
     _compact_fields,
     _dtype_abbreviation,
@@ -36,6 +37,7 @@ from tensordict._repr import (
     compact_repr,
 )
 from tensordict._restructure import KEY_SEPARATOR
+from tensordict._shape_ops import check_mask
 
 _LINE_WIDTH = 80
 
@@ -162,25 +164,28 @@ class LazyDictMixin:
         self._device = None
         return self._each_("clear_device_")
 
-    def update(self, input_dict_or_td: Mapping[NestedKey, Any] | Any, clone: bool = False,
-               inplace: bool = False, *, keys_to_update: Sequence[NestedKey] | None = None,
-               non_blocking: bool = False, **kwargs: Any) -> Any:
-        """Write every entry of the input into the parts (each part gets its slice)."""
-        pieces = self._split_other(input_dict_or_td)
-        for td, piece in zip(self.tensordicts, pieces):
-            td.update(piece, clone=clone, inplace=inplace, keys_to_update=keys_to_update,
-                      non_blocking=non_blocking, **kwargs)
-        return self
+    def _update_plan(self, source: Mapping[NestedKey, Any] | Any, clone: bool, inplace: bool,
+                     keys_to_update: Sequence[NestedKey] | None, non_blocking: bool
+                     ) -> WritePlan:
+        """:meth:`update`: each part takes its slice of the input; every part's writes are
+        checked before the first one."""
+        plan = WritePlan()
+        for td, piece in zip(self.tensordicts, self._split_other(source)):
+            plan.extend(td._update_plan(piece, clone, inplace, keys_to_update, non_blocking))
+        return plan
 
-    def update_(self, input_dict_or_td: Mapping[NestedKey, Any] | Any, clone: bool = False, *,
-                non_blocking: bool = False, keys_to_update: Sequence[NestedKey] | None = None
-                ) -> Any:
-        """Copy every entry of the input into the existing entries of the parts."""
-        pieces = self._split_other(input_dict_or_td)
-        for td, piece in zip(self.tensordicts, pieces):
-            td.update_(piece, clone=clone, non_blocking=non_blocking,
-                       keys_to_update=keys_to_update)
-        return self
+    def _plan_update_(self, source: Any, keys_to_update: Sequence[NestedKey] | None,
+                      clone: bool, non_blocking: bool) -> WritePlan:
+        """:meth:`update_`: a lazy stack along the same dim writes part by part (its parts
+        may differ in shape), any other input leaf by leaf."""
+        if not (isinstance(source, classes.LazyStackedTensorDict)
+                and source.stack_dim == self.stack_dim
+                and source.batch_size == self.batch_size):
+            return super()._plan_update_(source, keys_to_update, clone, non_blocking)
+        plan = WritePlan()
+        for td, piece in zip(self.tensordicts, source.tensordicts):
+            plan.extend(td._plan_update_(piece, keys_to_update, clone, non_blocking))
+        return plan
 
     def unbind(self, dim: int = 0) -> tuple[Any, ...]:
         """The slices along ``dim``: the parts themselves along the stack dim.
@@ -217,19 +222,23 @@ class LazyDictMixin:
 
     def masked_fill(self, mask: torch.Tensor, value: float | bool) -> Any:
         """A copy with every leaf set to ``value`` where the batch ``mask`` is True."""
+        check_mask(self, mask, "masked_fill")
         pieces = [td.masked_fill(m, value)
                   for td, m in zip(self.tensordicts, self._split_mask(mask))]
         return type(self)._new_unsafe(pieces, self._stack_dim, self._stack_dim_name)
 
-    def masked_fill_(self, mask: torch.Tensor, value: float | bool) -> Any:
-        """Set every leaf to ``value`` where the batch ``mask`` is True, in the parts."""
+    def _plan_masked_fill_(self, mask: torch.Tensor, value: float | bool) -> WritePlan:
+        """:meth:`masked_fill_` in the parts, every part checked before the first fill."""
+        check_mask(self, mask, "masked_fill_")
+        plan = WritePlan()
         for td, m in zip(self.tensordicts, self._split_mask(mask)):
-            td.masked_fill_(m, value)
-        return self
+            plan.extend(td._plan_masked_fill_(m, value))
+        return plan
 
     def where(self, condition: torch.Tensor, other: Any, *, out: Any = None,
               pad: Any = None) -> Any:
         """``torch.where(condition, leaf, other_leaf)``, part by part."""
+        check_mask(self, condition, "where")
         others = self._split_other(other) if is_tensor_collection(other) else \
             [other] * len(self.tensordicts)
         pieces = [td.where(c, o, pad=pad) for td, c, o in

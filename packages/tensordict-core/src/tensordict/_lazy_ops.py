@@ -30,7 +30,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from tensordict._base import NO_DEFAULT
+from tensordict._collection import NO_DEFAULT, classes
 from tensordict._nested_key import NestedKey
 
 _Tensor = torch.Tensor
@@ -220,8 +220,6 @@ class DensifyMixin:
                device: Any = NO_DEFAULT) -> Any:
         """A TensorDict of the stacked entries (``ragged`` combines entries of different
         shapes); sub-stacks take the device found at the top."""
-        from tensordict._td import TensorDict
-
         device = self.device if device is NO_DEFAULT else device
         out: dict[str, Any] = {}
         for key in self._keys_str():
@@ -235,5 +233,5 @@ class DensifyMixin:
             else:
                 entry = self._stack_entry(key, values)
                 out[key] = entry if entry._is_non_tensor else entry._dense(ragged, device)
-        return TensorDict._new_unsafe(out, self._batch_size, device, self._names)
+        return classes.TensorDict._new_unsafe(out, self._batch_size, device, self._names)
 

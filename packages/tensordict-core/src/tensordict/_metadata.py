@@ -17,8 +17,13 @@ from typing import Any
 
 import torch
 
-from tensordict._base import TensorDictBase, is_tensor_collection
+from tensordict import errors
+from tensordict._collection import classes, is_tensor_collection
 from tensordict._restructure import _is_node
+
+#: The lock state of a collection locked because a collection holding it is (truthy):
+#: it unlocks with that holder, not on its own.
+LOCKED_BY_PARENT = 2
 
 
 class MetadataMixin:
@@ -29,7 +34,7 @@ class MetadataMixin:
     @property
     def is_locked(self) -> bool:
         """Whether entries can be added, removed or replaced."""
-        return self._is_locked
+        return bool(self._is_locked)
 
     @is_locked.setter
     def is_locked(self, value: bool) -> None:
@@ -42,14 +47,29 @@ class MetadataMixin:
         Used as ``with td.lock_():`` it unlocks again on exit.
         """
         self._push_exit(self.unlock_ if not self.is_locked else None)
-        self._propagate_lock(True)
+        if self._is_locked != LOCKED_BY_PARENT:
+            self._propagate_lock(True)
         return self
 
     def unlock_(self) -> Any:
         """Unlock this TensorDict and its sub-TensorDicts; returns self.
 
-        ``with td.unlock_(): ...`` locks it again on exit.
+        ``with td.unlock_(): ...`` locks it again on exit. A sub-TensorDict of a locked
+        TensorDict cannot be unlocked on its own (writes to it would change the locked
+        one): unlock the TensorDict holding it.
+
+        >>> td = TensorDict(n=TensorDict()).lock_()
+        >>> try:
+        ...     td["n"].unlock_()
+        ... except RuntimeError as err:
+        ...     print(type(err).__name__)
+        LockedTensorDictError
         """
+        if self._is_locked == LOCKED_BY_PARENT:
+            raise errors.LockedTensorDictError(
+                "Cannot unlock a TensorDict held by a locked TensorDict: unlock the locked "
+                "TensorDict holding it instead."
+            )
         self._push_exit(self.lock_ if self.is_locked else None)
         self._propagate_lock(False)
         return self
@@ -102,7 +122,7 @@ class MetadataMixin:
         self._device = None
         for key in self._keys_str():
             value = self._get_str(key)
-            if isinstance(value, TensorDictBase):
+            if isinstance(value, classes.TensorDictBase):
                 value.clear_device_()
         return self
 
@@ -118,6 +138,9 @@ class MetadataMixin:
             position = names.index(Ellipsis)
             fill = current[position: len(current) - (len(names) - position - 1)]
             names = names[:position] + tuple(fill) + names[position + 1:]
+        if len(names) > len(current):
+            raise IndexError(f"refine_names got {len(names)} names {list(names)} for a batch "
+                             f"size of {len(current)} dims")
         for old, new in zip(current, names):
             if old is not None and new is not None and old != new:
                 raise RuntimeError(f"cannot rename dim {old!r} to {new!r} with refine_names")

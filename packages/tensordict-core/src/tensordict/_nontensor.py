@@ -21,8 +21,12 @@ from typing import Any
 
 import torch
 
-from tensordict._base import TensorCollection
+from tensordict._collection import TensorCollection, classes
 from tensordict._shapes import as_device, as_size, indexed_batch_size
+
+#: What ``torch.stack`` / ``torch.cat`` of non-tensor data run (they give a NonTensorStack):
+#: filled by ``_nontensor_stack``, where the handlers are written.
+NON_TENSOR_FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
 
 
 class LinkedList(list):
@@ -124,19 +128,15 @@ class NonTensorData(NonTensorDataBase):
         >>> NonTensorData("a", batch_size=[2]).maybe_to_stack().tolist()
         LinkedList(['a', 'a'])
         """
-        from tensordict._nontensor_stack import NonTensorStack
-
         if not self._batch_size:
             return self
-        return NonTensorStack.from_list(self.tolist(), self._batch_size, self._device)
+        return classes.NonTensorStack.from_list(self.tolist(), self._batch_size, self._device)
 
     @classmethod
     def __torch_function__(cls, func: Callable[..., Any], types: Any,
                            args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
                            ) -> Any:
         """``torch.stack`` and ``torch.cat`` of non-tensor data give a NonTensorStack."""
-        from tensordict._nontensor_stack import NON_TENSOR_FUNCTIONS
-
         handler = NON_TENSOR_FUNCTIONS.get(func)
         if handler is None:
             return NotImplemented
@@ -199,6 +199,19 @@ class MetaData(NonTensorData):
         return cls._typed[key]
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two Python objects are the same value (False when ``==`` gives no truth
+    value, as for tensors of several elements).
+
+    >>> same_value("a", "a"), same_value(torch.zeros(2), torch.zeros(2))
+    (True, False)
+    """
+    try:
+        return bool(a is b or a == b)
+    except Exception:  # noqa: BLE001  (objects whose == is not a truth value)
+        return False
+
+
 def merged_non_tensor(values: Sequence[Any], batch_size: torch.Size,
                       capture: bool) -> NonTensorData | None:
     """The one entry that stacking or concatenating the non-tensor ``values`` into
@@ -211,8 +224,6 @@ def merged_non_tensor(values: Sequence[Any], batch_size: torch.Size,
     MetaData(data=<built-in function max>, batch_size=torch.Size([2]), device=None)
     >>> merged_non_tensor([NonTensorData("a"), NonTensorData("a")], torch.Size([2]), False)
     """
-    from tensordict._stack import same_value
-
     first = values[0]
     if isinstance(first, MetaData) and all(
             type(v) is type(first) and v.data is first.data for v in values):
@@ -224,12 +235,9 @@ def merged_non_tensor(values: Sequence[Any], batch_size: torch.Size,
 
 
 def __getattr__(name: str) -> Any:
-    # NonTensorStack is a lazy stack, whose module needs this one: it is loaded on first use.
+    # NonTensorStack is a lazy stack, defined above this module (kept importable from here)
     if name == "NonTensorStack":
-        from tensordict._nontensor_stack import NonTensorStack
-
-        globals()[name] = NonTensorStack
-        return NonTensorStack
+        return classes.NonTensorStack
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

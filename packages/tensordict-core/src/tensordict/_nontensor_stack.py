@@ -21,11 +21,18 @@ from typing import Any
 
 import torch
 
-from tensordict._base import NO_DEFAULT
+from tensordict._collection import NO_DEFAULT, register_class
 from tensordict._device import _parse_to_args
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._lazy_ops import _moves_elements, restructure
-from tensordict._nontensor import LinkedList, NonTensorData, is_non_tensor, merged_non_tensor
+from tensordict._nontensor import (
+    NON_TENSOR_FUNCTIONS,
+    LinkedList,
+    NonTensorData,
+    is_non_tensor,
+    merged_non_tensor,
+    same_value,
+)
 from tensordict._options import capture_non_tensor_stack
 from tensordict._serialization import allow_weights_only_load
 from tensordict._shapes import as_device, as_size, normalize_index
@@ -33,6 +40,7 @@ from tensordict._shapes import as_device, as_size, normalize_index
 _NON_UNIQUE = "Cannot get the non-unique data of a NonTensorStack. Use .tolist() instead."
 
 
+@register_class
 class NonTensorStack(LazyStackedTensorDict):
     """A lazy stack of ``NonTensorData``: one object per batch element.
 
@@ -131,7 +139,7 @@ class NonTensorStack(LazyStackedTensorDict):
     def data(self) -> Any:
         """The object shared by every element (AttributeError when they differ)."""
         flat = self._flat()
-        if flat and all(_same(item, flat[0]) for item in flat):
+        if flat and all(same_value(item, flat[0]) for item in flat):
             return flat[0]
         raise AttributeError(_NON_UNIQUE)
 
@@ -150,7 +158,7 @@ class NonTensorStack(LazyStackedTensorDict):
             self.batch_size))
         flat = self._flat()
         if positions is None:
-            if flat and all(_same(item, flat[0]) for item in flat):
+            if flat and all(same_value(item, flat[0]) for item in flat):
                 return NonTensorData(flat[0], batch_size=batch_size, device=self.device)
             raise RuntimeError("cannot reduce a NonTensorStack holding different values")
         picked = [flat[p] for p in positions.reshape(-1).tolist()]
@@ -245,7 +253,7 @@ class NonTensorStack(LazyStackedTensorDict):
                 [other.data] * self.batch_size.numel()
         else:
             theirs = [other] * self.batch_size.numel()
-        flags = [_same(a, b) for a, b in zip(self._flat(), theirs)]
+        flags = [same_value(a, b) for a, b in zip(self._flat(), theirs)]
         return torch.tensor(flags, dtype=torch.bool).reshape(self.batch_size)
 
     def __ne__(self, other: object) -> Any:  # type: ignore[override]
@@ -316,19 +324,10 @@ def _rows(item: Any) -> list[Any]:
     return [item[i] for i in range(item.batch_size[0])]
 
 
-NON_TENSOR_FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
-    torch.stack: stack_non_tensor, torch.cat: cat_non_tensor,
-}
+NON_TENSOR_FUNCTIONS.update({torch.stack: stack_non_tensor, torch.cat: cat_non_tensor})
 
 
 # -- helpers ------------------------------------------------------------------------------------
-def _same(a: Any, b: Any) -> bool:
-    try:
-        return bool(a is b or a == b)
-    except Exception:  # noqa: BLE001  (objects whose == is not a truth value)
-        return False
-
-
 def _nest(flat: list[Any], shape: torch.Size) -> Any:
     """``flat`` (row-major) as nested LinkedLists of ``shape``."""
     if not shape:

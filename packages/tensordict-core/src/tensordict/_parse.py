@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from tensordict._collection import classes
 from tensordict._repr import _DTYPE_ABBREVIATIONS
 
 _DTYPES = {abbreviation: dtype for dtype, abbreviation in _DTYPE_ABBREVIATIONS.items()}
@@ -217,8 +218,6 @@ def _dtype(name: str, key: str, field_text: str) -> torch.dtype:
 
 
 def _build(node: _Node, batch_size: tuple[int, ...], device: str | None) -> Any:
-    from tensordict._td import TensorDict
-
     entries: dict[str, Any] = {}
     for key, spec in node.fields.items():
         if isinstance(spec, _Leaf):
@@ -231,4 +230,4 @@ def _build(node: _Node, batch_size: tuple[int, ...], device: str | None) -> Any:
         else:
             size = batch_size + spec.extra if spec.batch_size is None else spec.batch_size
             entries[key] = _build(spec, size, spec.device or device)
-    return TensorDict(entries, batch_size=batch_size, device=device)
+    return classes.TensorDict(entries, batch_size=batch_size, device=device)

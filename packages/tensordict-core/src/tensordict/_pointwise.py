@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from tensordict._base import NO_DEFAULT, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, is_tensor_collection
 
 _Tensor = torch.Tensor
 

@@ -49,8 +49,8 @@ import torch
 from torch._functorch import vmap as _vmap_impl
 from torch.utils import _pytree as pytree
 
-from tensordict._base import TensorDictBase, is_tensor_collection
-from tensordict._td import TensorDict
+from tensordict._base import TensorDictBase
+from tensordict._collection import classes, is_tensor_collection
 
 _functorch = torch._C._functorch
 _Tensor = torch.Tensor
@@ -243,8 +243,6 @@ def _flatten_lazy(td: Any) -> tuple[list[Any], tuple[int, torch.Size]]:
 
 def _unflatten_lazy(children: Any, context: tuple[int, torch.Size]) -> Any:
     """Restack the parts; a dim that ``vmap`` added to every part moves the stack dim."""
-    from tensordict._lazy import LazyStackedTensorDict
-
     stack_dim, part_size = context
     children = list(children)
     sizes = {c.batch_size for c in children if isinstance(c, TensorDictBase)}
@@ -257,7 +255,7 @@ def _unflatten_lazy(children: Any, context: tuple[int, torch.Size]) -> Any:
     grown = next((size for size in sizes if len(size) == len(part_size) + 1), None)
     if grown is not None and _inserted_dim(grown, part_size) <= stack_dim:
         stack_dim += 1
-    return LazyStackedTensorDict(*children, stack_dim=stack_dim)
+    return classes.LazyStackedTensorDict(*children, stack_dim=stack_dim)
 
 
 _LEAVING: list[int] = []  # the vmap levels being unwrapped (innermost last)
@@ -295,12 +293,12 @@ def register_lazy_stack(cls: type) -> None:
         )
 
 
-pytree.register_pytree_node(
-    TensorDict, _flatten_td, _unflatten,
-    serialized_type_name="tensordict.TensorDict",
-    flatten_with_keys_fn=_flatten_with_keys,
-)
-
-from tensordict._lazy import LazyStackedTensorDict  # noqa: E402  (imports this module's users)
-
-register_lazy_stack(LazyStackedTensorDict)
+def register_nodes() -> None:
+    """Register ``TensorDict`` and ``LazyStackedTensorDict`` (once, by ``tensordict``'s
+    ``__init__``, after defining them)."""
+    pytree.register_pytree_node(
+        classes.TensorDict, _flatten_td, _unflatten,
+        serialized_type_name="tensordict.TensorDict",
+        flatten_with_keys_fn=_flatten_with_keys,
+    )
+    register_lazy_stack(classes.LazyStackedTensorDict)

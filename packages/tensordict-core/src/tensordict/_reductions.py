@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from tensordict._base import NO_DEFAULT
+from tensordict._collection import NO_DEFAULT
 from tensordict._shape_ops import batch_dim
 
 _Tensor = torch.Tensor

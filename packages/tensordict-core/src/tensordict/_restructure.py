@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from tensordict import errors
-from tensordict._base import NO_DEFAULT, TensorDictBase
+from tensordict._collection import NO_DEFAULT, classes
 from tensordict._keys import is_leaf_nontensor
 from tensordict._nested_key import NestedKey, key_to_path, unravel_key
 from tensordict._nontensor import unwrap_non_tensor
@@ -96,10 +96,8 @@ class RestructureMixin:
         return out
 
     def _empty_like_self(self) -> Any:
-        from tensordict._td import TensorDict
-
-        return TensorDict._new_unsafe({}, self.batch_size, self.device,
-                                      getattr(self, "_names", None))
+        return classes.TensorDict._new_unsafe({}, self.batch_size, self.device,
+                                              getattr(self, "_names", None))
 
     def _replace_contents(self, other: Any) -> Any:
         for key in list(self._keys_str()):
@@ -180,7 +178,8 @@ class RestructureMixin:
             path = tuple(key.split(separator)) if separator in key else (key,)
             parent = out._parent_of(path, create=True)
             existing = parent._get_str(path[-1], None)
-            if isinstance(existing, TensorDictBase) and isinstance(value, TensorDictBase):
+            base = classes.TensorDictBase
+            if isinstance(existing, base) and isinstance(value, base):
                 existing.update(value)
             else:
                 parent._set_str(path[-1], value, inplace=False, validated=True)
@@ -190,9 +189,7 @@ class RestructureMixin:
               names: Any = None) -> Any:
         """A TensorDict with no leaves (keeping the sub-TensorDict structure with
         ``recurse=True``)."""
-        from tensordict._td import TensorDict
-
-        out = TensorDict._new_unsafe(
+        out = classes.TensorDict._new_unsafe(
             {}, self.batch_size if batch_size is None else as_size(batch_size),
             self.device if device is NO_DEFAULT else device, getattr(self, "_names", None))
         if recurse:
@@ -245,4 +242,5 @@ class RestructureMixin:
 
 def _is_node(value: Any) -> bool:
     """Whether ``value`` is a sub-TensorDict (not a leaf, not non-tensor data)."""
-    return isinstance(value, TensorDictBase) and not getattr(value, "_is_non_tensor", False)
+    return isinstance(value, classes.TensorDictBase) and \
+        not getattr(value, "_is_non_tensor", False)

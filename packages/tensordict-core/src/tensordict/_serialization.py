@@ -31,6 +31,8 @@ from typing import Any
 
 import torch
 
+from tensordict._collection import classes
+from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nontensor import NonTensorData
 
 #: slots never pickled: weak references and pending ``with`` actions (closures)
@@ -69,7 +71,10 @@ class SerializationMixin:
     # -- pickling -------------------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
         names, _ = _pickled_slots(type(self))
-        return {name: getattr(self, name) for name in names if hasattr(self, name)}
+        state = {name: getattr(self, name) for name in names if hasattr(self, name)}
+        if state.get("_is_locked") == LOCKED_BY_PARENT:  # a copy may be unpickled alone
+            state["_is_locked"] = True
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         names, has_exit_stack = _pickled_slots(type(self))
@@ -156,13 +161,11 @@ class SerializationMixin:
                 if isinstance(target, torch.Tensor) and target.shape != tensor.shape:
                     raise RuntimeError(f"load_state_dict: {path!r} has shape {tensor.shape} in "
                                        f"the state dict but {target.shape} here")
-        from tensordict._td import TensorDict
-
         sizes = {path: meta["batch_size"] for path, meta in metadata.items()
                  if "non_tensor" not in meta and "batch_size" in meta}
-        source = TensorDict._new_unsafe({}, torch.Size(sizes.get("", ())))
+        source = classes.TensorDict._new_unsafe({}, torch.Size(sizes.get("", ())))
         for path in sorted((p for p in sizes if p), key=lambda p: p.count(".")):
-            source.set(tuple(path.split(".")), TensorDict(batch_size=sizes[path]))
+            source.set(tuple(path.split(".")), classes.TensorDict(batch_size=sizes[path]))
         for path, tensor in tensors.items():
             source.set(path, tensor)
         for path, value in non_tensor.items():

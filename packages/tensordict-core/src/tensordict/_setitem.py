@@ -19,50 +19,98 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import torch
 
-from tensordict._base import is_tensor_collection
-from tensordict._shapes import indexed_size, masks_to_indices, normalize_index
-from tensordict._stack import entries_of, flatten_nested, map_nested, same_value
+from tensordict import errors
+from tensordict._collection import classes, is_tensor_collection
+from tensordict._nontensor import NonTensorData, same_value
+from tensordict._plan import WritePlan, broadcasts_to
+from tensordict._shapes import check_bounds, indexed_size, masks_to_indices, normalize_index
+from tensordict._stack import entries_of, flatten_nested, map_nested
 
 
 def set_at_index(td: Any, index: Any, value: Any) -> None:
     """Write ``value`` (a TensorDict, mapping, tensor or number) into ``td[index]``."""
-    parts = masks_to_indices(normalize_index(index, td.batch_size))
-    sub_batch = indexed_size(td.batch_size, parts)
-    index = parts[0] if len(parts) == 1 else parts
-    plan = _Plan(td.batch_size, sub_batch, index)
+    plan_at_index(td, index, value).run()
+
+
+def plan_at_index(td: Any, index: Any, value: Any) -> WritePlan:
+    """The writes of ``td[index] = value``, every one checked (index bounds once, then the
+    shape and dtype of each leaf); nothing is written until the plan runs."""
+    writer = _IndexWriter.at(td, index)
+    sub_batch = writer.sub_batch
+    if getattr(type(value), "_is_tensorclass", False):
+        value = value._tensordict
     if isinstance(value, Mapping) and not is_tensor_collection(value):
-        from tensordict._td import TensorDict
-
-        value = TensorDict(value, batch_size=sub_batch)
+        try:  # values of the indexed batch size, or broadcast to it (checked leaf by leaf)
+            value = classes.TensorDict(value, batch_size=sub_batch)
+        except RuntimeError:
+            value = classes.TensorDict(value)
     if is_tensor_collection(value) and not getattr(value, "_is_non_tensor", False):
-        plan.collection(td, value, len(value.batch_size), ())
+        size = value.batch_size
+        if not broadcasts_to(size[: len(sub_batch)], sub_batch):
+            raise RuntimeError(f"cannot write a TensorDict of batch size {list(size)} at an "
+                               f"index of batch size {list(sub_batch)}")
+        writer.collection(td, value, len(size), ())
     else:
-        for key, leaf in td.items(True, True):
-            plan.check(leaf, value, key)
-            plan.writes.append((leaf, value))
-    plan.run()
+        writer.broadcast(td, value, ())
+    return writer.plan
 
 
-class _Plan:
-    """Every write of ``td[index] = value``, checked before the first one happens.
+def plan_leaf_at_index(td: Any, index: Any, target: torch.Tensor, value: Any,
+                       key: Any) -> WritePlan:
+    """The checked write ``target[index] = value`` into ``target``, a tensor leaf of ``td``
+    (``index`` addresses the batch dims of ``td``)."""
+    writer = _IndexWriter.at(td, index)
+    writer.tensor(target, value, key)
+    return writer.plan
+
+
+class _IndexWriter:
+    """Plans the writes of ``td[index] = value`` entry by entry.
 
     Shapes are relative to the top-level batch: a leaf of any depth is indexed on its
     leading ``len(batch_size)`` dims.
     """
 
-    def __init__(self, batch_size: torch.Size, sub_batch: torch.Size, index: Any) -> None:
-        self.batch_size, self.sub_batch, self.index = batch_size, sub_batch, index
-        self.writes: list[tuple[torch.Tensor, Any]] = []
-        self.allocations: list[tuple[Any, str, Any]] = []
-        self.non_tensors: list[tuple[Any, str, Any]] = []
+    def __init__(self, batch_size: torch.Size, sub_batch: torch.Size,
+                 parts: tuple[Any, ...]) -> None:
+        self.batch_size, self.sub_batch = batch_size, sub_batch
+        self.ndim = len(batch_size)
+        self.index = parts[0] if len(parts) == 1 else parts
+        self.advanced = any(part.__class__ is torch.Tensor for part in parts)
+        self.plan = WritePlan()
+
+    @classmethod
+    def at(cls, td: Any, index: Any) -> _IndexWriter:
+        """A writer at ``index`` of ``td``, the index checked (bounds included)."""
+        batch = td.batch_size
+        parts = masks_to_indices(normalize_index(index, batch))
+        check_bounds(parts, batch)
+        return cls(batch, indexed_size(batch, parts), parts)
+
+    def tensor(self, target: torch.Tensor, source: Any, key: Any) -> None:
+        shape = self.sub_batch + target.shape[self.ndim:]
+        self.plan.copy(target, source, key, index=self.index, shape=shape,
+                       advanced=self.advanced)
+
+    def attach(self, parent: Any, key: str, entry: Any) -> None:
+        """Plan adding the new (zero-filled) ``entry`` under ``key``."""
+        if parent.is_locked:
+            raise errors.locked(key=key)
+        self.plan.call(partial(parent._set_str, key, entry, inplace=False, validated=True))
+
+    def nested(self, target: Any, value: Any) -> None:
+        """Writes into a sub-collection that stores its entries its own way (lazy stack,
+        tensorclass...): its own plan."""
+        self.plan.extend(target._plan_at_index(self.index, value))
 
     def collection(self, td: Any, value: Any, value_ndim: int, prefix: tuple[str, ...]) -> None:
-        from tensordict._td import TensorDict
-
+        copy, index, advanced = self.plan.copy, self.index, self.advanced
+        sub_batch, ndim = self.sub_batch, self.ndim
         for key, source in entries_of(value).items():
             target = td._get_str(key, None)
             path = prefix + (key,)
@@ -70,45 +118,51 @@ class _Plan:
                 if target is None:
                     target = torch.zeros(self.batch_size + source.shape[value_ndim:],
                                          dtype=source.dtype, device=td.device or source.device)
-                    self.allocations.append((td, key, target))
-                self.check(target, source, path)
-                self.writes.append((target, source))
+                    self.attach(td, key, target)
+                elif not isinstance(target, torch.Tensor):
+                    raise RuntimeError(f"cannot write a tensor into the entry {path!r}, a "
+                                       f"{type(target).__name__}")
+                copy(target, source, path, index=index, shape=sub_batch + target.shape[ndim:],
+                     advanced=advanced)  # self.tensor(), inlined: the loop is hot
             elif getattr(source, "_is_non_tensor", False):
-                self.non_tensors.append((td, key, source))
+                self.non_tensor(td, key, source)
             else:
                 if target is None:
                     size = self.batch_size + source.batch_size[value_ndim:]
-                    target = TensorDict._new_unsafe({}, size, td.device, None)
-                    self.allocations.append((td, key, target))
-                self.collection(target, source, value_ndim, path)
+                    target = classes.TensorDict._new_unsafe({}, size, td.device, None)
+                    self.attach(td, key, target)
+                elif isinstance(target, torch.Tensor) or getattr(target, "_is_non_tensor", False):
+                    raise RuntimeError(f"cannot write a {type(source).__name__} into the entry "
+                                       f"{path!r}, a {type(target).__name__}")
+                if type(target) is classes.TensorDict:
+                    self.collection(target, source, value_ndim, path)
+                else:
+                    self.nested(target, source)
 
-    def check(self, target: torch.Tensor, source: Any, key: Any) -> None:
-        target_shape = self.sub_batch + target.shape[len(self.batch_size):]
-        source_shape = source.shape if isinstance(source, torch.Tensor) else torch.Size()
-        if source_shape != target_shape and (
-            len(source_shape) > len(target_shape)
-            or any(s not in (1, t) for s, t in zip(reversed(source_shape), reversed(target_shape)))
-        ):
-            raise RuntimeError(
-                f"cannot write a value of shape {source_shape} into entry {key!r} at the "
-                f"index: the indexed entry has shape {target_shape}"
-            )
+    def broadcast(self, td: Any, value: Any, prefix: tuple[str, ...]) -> None:
+        """Plan writing the tensor or number ``value`` into every tensor leaf."""
+        for key, entry in entries_of(td).items():
+            if isinstance(entry, torch.Tensor):
+                self.tensor(entry, value, prefix + (key,))
+            elif getattr(entry, "_is_non_tensor", False):
+                continue
+            elif type(entry) is classes.TensorDict:
+                self.broadcast(entry, value, prefix + (key,))
+            else:
+                self.nested(entry, value)
 
-    def run(self) -> None:
-        for parent, key, entry in self.allocations:
-            parent._set_str(key, entry, inplace=False, validated=True)
-        for target, source in self.writes:
-            target[self.index] = source
-        for parent, key, source in self.non_tensors:
-            parent._set_str(key, _written_non_tensor(parent, key, self.index, source),
-                            inplace=False, validated=True)
+    def non_tensor(self, td: Any, key: str, source: Any) -> None:
+        new = _written_non_tensor(td, key, self.index, source)
+        locked = td.is_locked
+        if locked and not (isinstance(td._get_str(key, None), NonTensorData)
+                           and isinstance(new, NonTensorData)):
+            raise errors.locked(key=key)
+        self.plan.call(partial(td._set_str, key, new, inplace=locked, validated=True))
 
 
 def _written_non_tensor(td: Any, key: str, index: Any, source: Any) -> Any:
     """The non-tensor entry ``td[key]`` after writing ``source`` at ``index``: one shared
     value while all writes agree, a NonTensorStack once they differ."""
-    from tensordict._nontensor import NonTensorData, NonTensorStack
-
     current = td._get_str(key, None)
     if isinstance(source, NonTensorData) and (current is None or (
             isinstance(current, NonTensorData) and same_value(current.data, source.data))):
@@ -123,4 +177,4 @@ def _written_non_tensor(td: Any, key: str, index: Any, source: Any) -> Any:
     for position, item in zip(positions, values):
         flat[position] = item
     nested = map_nested(torch.arange(len(flat)).reshape(batch).tolist(), flat)
-    return NonTensorStack.from_list(nested, batch, td.device)
+    return classes.NonTensorStack.from_list(nested, batch, td.device)

@@ -22,19 +22,23 @@ from typing import Any
 
 import torch
 
+from tensordict import errors
 from tensordict._collection import classes
+from tensordict._plan import WritePlan, broadcasts_to, check_write
 from tensordict._shapes import expand_size
 
 _Tensor = torch.Tensor
 
 
 # -- helpers -----------------------------------------------------------------------------
-def batch_dim(td: Any, dim: int, *, inserting: bool = False) -> int:
-    """``dim`` as a non-negative batch dim of ``td`` (one past the end if ``inserting``)."""
+def batch_dim(td: Any, dim: int, *, inserting: bool = False,
+              error: type[Exception] = IndexError) -> int:
+    """``dim`` as a non-negative batch dim of ``td`` (one past the end if ``inserting``);
+    ``error`` (of the class upstream raises for the op) if it is out of range."""
     ndim = len(td.batch_size) + int(inserting)
     if not isinstance(dim, int) or not -ndim <= dim < ndim:
-        raise IndexError(f"dim {dim} is out of range for a TensorDict of batch size "
-                         f"{td.batch_size} (only batch dims can be used)")
+        raise error(f"dim {dim} is out of range for a TensorDict of batch size "
+                    f"{td.batch_size} (only batch dims can be used)")
     return dim % ndim
 
 
@@ -99,6 +103,15 @@ def _restructure_parts(td: Any, whole: Callable[[_Tensor], Sequence[_Tensor]],
                  for out, size in zip(outs, sizes))
 
 
+def check_mask(td: Any, mask: _Tensor, op: str) -> None:
+    """Raise RuntimeError, naming the shapes, unless ``mask`` covers (or broadcasts to) the
+    leading batch dims of ``td``."""
+    batch = td.batch_size
+    if mask.ndim > len(batch) or not broadcasts_to(mask.shape, batch[: mask.ndim]):
+        raise RuntimeError(f"{op} needs a mask over the leading batch dims of batch size "
+                           f"{list(batch)}, got a mask of shape {list(mask.shape)}")
+
+
 def _split_along(td: Any, dim: int, sizes: list[int]) -> tuple[Any, ...]:
     starts = [sum(sizes[:i]) for i in range(len(sizes))]
     batch = td.batch_size
@@ -113,8 +126,9 @@ class ShapeOpsMixin:
     __slots__ = ()
 
     def _reshaped(self, fn: Callable[[_Tensor], _Tensor], batch_size: torch.Size,
-                  names: Sequence[str | None] | None) -> Any:
-        return self._apply_nest(fn, batch_size=batch_size, names=names, filter_empty=False)
+                  names: Sequence[str | None] | None, **checks: Any) -> Any:
+        return self._apply_nest(fn, batch_size=batch_size, names=names, filter_empty=False,
+                                **checks)
 
     # -- reshaping -------------------------------------------------------------------------
     def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> Any:
@@ -127,8 +141,9 @@ class ShapeOpsMixin:
         torch.Size([6, 4])
         """
         if len(shape) == 1 and isinstance(shape[0], torch.dtype):
-            dtype = shape[0]
-            return self._reshaped(lambda x: x.view(dtype), self.batch_size, self.names)
+            dtype = shape[0]  # the last dim of a leaf may change: the results are checked
+            return self._reshaped(lambda x: x.view(dtype), self.batch_size, self.names,
+                                  check_shapes=True)
         shape = size if size is not None else batch_size if batch_size is not None else shape
         new = _infer_size(_shape_args(shape), self.batch_size)
         if new == self.batch_size:
@@ -161,7 +176,7 @@ class ShapeOpsMixin:
             return self.unsqueeze(0)
         start, end = batch_dim(self, start_dim), batch_dim(self, end_dim)
         if end < start:
-            raise RuntimeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
         batch = self.batch_size
         new = batch[:start] + torch.Size([batch[start:end + 1].numel()]) + batch[end + 1:]
         names = self.names
@@ -206,7 +221,7 @@ class ShapeOpsMixin:
         >>> TensorDict(a=torch.zeros(3), batch_size=[3]).unsqueeze(-1).batch_size
         torch.Size([3, 1])
         """
-        dim = batch_dim(self, dim, inserting=True)
+        dim = batch_dim(self, dim, inserting=True, error=errors.BatchDimError)
         batch = self.batch_size
         new = batch[:dim] + torch.Size([1]) + batch[dim:]
         names = self.names
@@ -242,7 +257,7 @@ class ShapeOpsMixin:
         torch.Size([3, 2, 4])
         """
         ndim = len(self.batch_size)
-        order = [batch_dim(self, d) for d in _shape_args(dims)]
+        order = [batch_dim(self, d, error=ValueError) for d in _shape_args(dims)]
         if sorted(order) != list(range(ndim)):
             raise ValueError(f"permute needs a permutation of the batch dims {list(range(ndim))},"
                              f" got {list(dims)}")
@@ -258,7 +273,7 @@ class ShapeOpsMixin:
         >>> TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3]).transpose(0, 1).batch_size
         torch.Size([3, 2])
         """
-        d0, d1 = batch_dim(self, dim0), batch_dim(self, dim1)
+        d0, d1 = batch_dim(self, dim0, error=ValueError), batch_dim(self, dim1, error=ValueError)
         order = list(range(len(self.batch_size)))
         order[d0], order[d1] = d1, d0
         return self.permute(order)
@@ -465,8 +480,8 @@ class ShapeOpsMixin:
         dim = batch_dim(self, dim)
         start = start % self.batch_size[dim] if start < 0 else start
         if start + length > self.batch_size[dim]:
-            raise IndexError(f"narrow({dim}, {start}, {length}) goes past the end of batch "
-                             f"size {self.batch_size}")
+            raise errors.BatchDimError(f"narrow({dim}, {start}, {length}) goes past the end of "
+                                       f"batch size {self.batch_size}")
         new = self.batch_size[:dim] + torch.Size([length]) + self.batch_size[dim + 1:]
         return self._reshaped(lambda x: x.narrow(dim, start, length), new, self.names)
 
@@ -522,6 +537,7 @@ class ShapeOpsMixin:
         tensor([[1., 1.],
                 [0., 0.]])
         """
+        check_mask(self, mask, "masked_fill")
         ndim = mask.ndim
         return self._apply_nest(
             lambda x: x.masked_fill(mask.reshape((*mask.shape, *(1,) * (x.ndim - ndim))), value),
@@ -529,11 +545,28 @@ class ShapeOpsMixin:
         )
 
     def masked_fill_(self, mask: _Tensor, value: float | bool) -> Any:
-        """In-place :meth:`masked_fill`."""
-        ndim = mask.ndim
-        for leaf in self._tensor_leaves():
-            leaf.masked_fill_(mask.reshape((*mask.shape, *(1,) * (leaf.ndim - ndim))), value)
+        """In-place :meth:`masked_fill`: the mask and every leaf are checked before the first
+        one is filled."""
+        self._plan_masked_fill_(mask, value).run()
         return self
+
+    def _plan_masked_fill_(self, mask: _Tensor, value: float | bool) -> WritePlan:
+        check_mask(self, mask, "masked_fill_")
+        if mask.dtype is not torch.bool:
+            raise RuntimeError(f"masked_fill_ needs a boolean mask, got one of dtype {mask.dtype}")
+        ndim = mask.ndim
+        plan = WritePlan()
+        leaves: list[tuple[Any, _Tensor]] = []
+        self._apply_nest(lambda key, x: leaves.append((key, x)), named=True, nested_keys=True,
+                         filter_empty=False)
+        for key, leaf in leaves:
+            check_write(leaf, None, key)
+            if isinstance(value, complex) and not leaf.is_complex():
+                raise RuntimeError(f"masked_fill_ cannot write the complex number {value!r} "
+                                   f"into the entry {key!r} of dtype {leaf.dtype}")
+            plan.call(leaf.masked_fill_, mask.reshape((*mask.shape, *(1,) * (leaf.ndim - ndim))),
+                      value)
+        return plan
 
     def where(self, condition: _Tensor, other: Any, *, out: Any = None,
               pad: Any = None, update_batch_size: bool = False) -> Any:
@@ -548,6 +581,7 @@ class ShapeOpsMixin:
         >>> td.where(torch.tensor([True, False]), 0)["a"]
         tensor([1., 0.])
         """
+        check_mask(self, condition, "where")
         ndim = condition.ndim
 
         def fn(x: _Tensor, *y: Any) -> _Tensor:

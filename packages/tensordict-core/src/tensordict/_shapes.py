@@ -21,21 +21,28 @@ _SIMPLE = (int, slice, type(None))
 
 
 def as_size(batch_size: Any) -> torch.Size:
-    """``batch_size`` (None, an int, a sequence or a torch.Size) as a torch.Size."""
+    """``batch_size`` (None, an int, a sequence or a torch.Size) as a torch.Size.
+
+    Raises TypeError for anything else, RuntimeError for a negative size.
+    """
     if batch_size.__class__ is torch.Size:
-        return batch_size
-    if batch_size is None:
+        size = batch_size
+    elif batch_size is None:
         return torch.Size()
-    if isinstance(batch_size, (int, np.integer)):
-        return torch.Size([int(batch_size)])
-    if isinstance(batch_size, torch.Tensor):
-        return torch.Size(batch_size.tolist() if batch_size.ndim else [int(batch_size)])
-    try:
-        return torch.Size(batch_size)
-    except TypeError as err:
-        raise TypeError(
-            f"batch_size must be an int or a sequence of ints, got {batch_size!r}"
-        ) from err
+    elif isinstance(batch_size, (int, np.integer)):
+        size = torch.Size([int(batch_size)])
+    elif isinstance(batch_size, torch.Tensor):
+        size = torch.Size(batch_size.tolist() if batch_size.ndim else [int(batch_size)])
+    else:
+        try:
+            size = torch.Size(batch_size)
+        except TypeError as err:
+            raise TypeError(
+                f"batch_size must be an int or a sequence of ints, got {batch_size!r}"
+            ) from err
+    if size and min(size) < 0:
+        raise RuntimeError(f"a batch size has no negative dims, got {list(size)}")
+    return size
 
 
 def as_device(device: Any) -> torch.device | None:
@@ -57,6 +64,9 @@ def _as_index_part(part: Any) -> Any:
     if isinstance(part, str):
         raise TypeError(f"an index cannot mix keys (strings) and batch indices, got {part!r}: "
                         "use td[key][idx] or td[idx][key]")
+    if isinstance(part, float):
+        raise IndexError(f"a batch index is an int, a slice, None, ..., or a tensor of ints or "
+                         f"booleans, got the float {part!r}")
     if isinstance(part, (list, np.ndarray)):
         return torch.as_tensor(np.asarray(part) if isinstance(part, list) else part)
     if isinstance(part, range):
@@ -89,14 +99,71 @@ def normalize_index(index: Any, batch_size: torch.Size) -> tuple[Any, ...]:
     if used > ndim:
         raise IndexError(
             f"too many indices for a TensorDict of batch size {batch_size}: "
-            f"index {index!r} addresses {used} dims"
+            f"index {_describe(index)} addresses {used} dims"
         )
-    if any(p is Ellipsis for p in parts):
-        position = next(i for i, p in enumerate(parts) if p is Ellipsis)
+    ellipses = sum(p is Ellipsis for p in parts)
+    if ellipses:
+        if ellipses > 1:
+            raise RuntimeError(f"an index can only have one ellipsis (...), got {index!r}")
+        position = parts.index(Ellipsis)
         fill = (slice(None),) * (ndim - used)
-        rest = tuple(p for p in parts[position + 1:] if p is not Ellipsis)
-        parts = parts[:position] + fill + rest
+        parts = parts[:position] + fill + parts[position + 1:]
+    if any(p.__class__ is torch.Tensor for p in parts):
+        _check_index_tensors(parts, batch_size)
     return parts
+
+
+def _describe(index: Any) -> str:
+    """``index`` for a message: tensors by their shape."""
+    parts = index if index.__class__ is tuple else (index,)
+    text = [f"tensor of shape {list(p.shape)}" if isinstance(p, torch.Tensor) else repr(p)
+            for p in parts]
+    return text[0] if index.__class__ is not tuple else f"({', '.join(text)})"
+
+
+def _check_index_tensors(parts: tuple[Any, ...], batch_size: torch.Size) -> None:
+    """Raise IndexError for an index tensor that is not of ints or booleans, or a mask
+    whose shape is not the one of the batch dims it covers (``nonzero`` would silently
+    accept a shorter one)."""
+    dim = 0
+    for part in parts:
+        if part.__class__ is torch.Tensor:
+            if part.dtype is torch.bool and part.ndim:
+                covered = batch_size[dim: dim + part.ndim]
+                if part.shape != covered:
+                    raise IndexError(
+                        f"the shape of the mask {list(part.shape)} does not match the batch "
+                        f"dims {list(covered)} it indexes (dims {dim}.. of batch size "
+                        f"{list(batch_size)})"
+                    )
+            elif part.is_floating_point() or part.is_complex():
+                raise IndexError(f"tensors used as batch indices must be of ints or booleans, "
+                                 f"got one of dtype {part.dtype}")
+        dim += _dims_consumed(part)
+
+
+def check_bounds(parts: tuple[Any, ...], batch_size: torch.Size) -> None:
+    """Raise IndexError, before anything is written, if an int or an index tensor of
+    ``parts`` (normalized, masks turned into indices) is out of range for its batch dim."""
+    dim = 0
+    for part in parts:
+        if part is None or part is True or part is False:
+            continue
+        if part.__class__ is torch.Tensor and part.dtype is not torch.bool and part.numel():
+            size = batch_size[dim]
+            low, high = torch.aminmax(part)
+            if part.device.type == "cpu":
+                low, high = int(low), int(high)
+            else:
+                low, high = torch.stack((low, high)).tolist()  # one device sync
+            bad = low if low < -size else high if high >= size else None
+            if bad is not None:
+                raise IndexError(f"index {bad} is out of bounds for dim {dim} of batch size "
+                                 f"{list(batch_size)}")
+        elif part.__class__ is int and not -batch_size[dim] <= part < batch_size[dim]:
+            raise IndexError(f"index {part} is out of bounds for dim {dim} of batch size "
+                             f"{list(batch_size)}")
+        dim += 1
 
 
 def masks_to_indices(parts: tuple[Any, ...]) -> tuple[Any, ...]:

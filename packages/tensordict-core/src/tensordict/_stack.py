@@ -22,6 +22,9 @@ from typing import Any
 
 import torch
 
+from tensordict import errors
+from tensordict._collection import classes, is_tensor_collection
+from tensordict._nontensor import merged_non_tensor
 from tensordict._options import capture_non_tensor_stack, lazy_legacy
 
 _Tensor = torch.Tensor
@@ -29,6 +32,14 @@ _Tensor = torch.Tensor
 
 class StackMismatchError(RuntimeError):
     """TensorDicts whose keys or leaf shapes do not allow a dense stack or cat."""
+
+
+class KeyMismatchError(StackMismatchError, KeyError):
+    """TensorDicts with different keys: a RuntimeError for ``stack``, a KeyError for
+    ``cat`` (as upstream raises each), printed unquoted."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 def entries_of(td: Any) -> dict[str, Any]:
@@ -49,8 +60,6 @@ def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor]
              path: tuple[str, ...], merge_equal: bool) -> Any:
     """Combine the entries of several TensorDicts level by level (one ``op`` per leaf;
     non-tensor entries are combined by applying ``op`` to their positions)."""
-    from tensordict._td import TensorDict
-
     first = parts[0]
     if len(set(map(len, parts))) != 1:
         raise _key_mismatch(parts, path)
@@ -87,7 +96,7 @@ def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor]
                                 parent_ndim, child_names, device, path + (key,), merge_equal)
     if names is not None:
         names = None if all(n is None for n in names) else tuple(names)
-    return TensorDict._new_unsafe(out, batch_size, device, names)
+    return classes.TensorDict._new_unsafe(out, batch_size, device, names)
 
 
 def _key_mismatch(parts: list[dict[str, Any]], path: tuple[str, ...]) -> StackMismatchError:
@@ -95,7 +104,7 @@ def _key_mismatch(parts: list[dict[str, Any]], path: tuple[str, ...]) -> StackMi
     i, other = next((i, p) for i, p in enumerate(parts) if p.keys() != keys)
     missing = sorted(path + (k,) for k in keys - other.keys())
     extra = sorted(path + (k,) for k in other.keys() - keys)
-    return StackMismatchError(
+    return KeyMismatchError(
         f"cannot stack or cat TensorDicts with different keys: tensordict {i} lacks "
         f"{missing} and has the extra keys {extra} (use "
         f"LazyStackedTensorDict.maybe_dense_stack or lazy_stack for heterogeneous structures)"
@@ -106,8 +115,6 @@ def combine_non_tensor(values: Sequence[Any], positions_op: Callable[[list[_Tens
                        batch_size: torch.Size, merge_equal: bool) -> Any:
     """Stack or cat non-tensor entries (``positions_op`` combines their index tensors);
     equal ``NonTensorData`` values stay one value if ``merge_equal``."""
-    from tensordict._nontensor import NonTensorStack, merged_non_tensor
-
     merged = merged_non_tensor(values, batch_size, merge_equal)
     if merged is not None:
         return merged
@@ -121,14 +128,7 @@ def combine_non_tensor(values: Sequence[Any], positions_op: Callable[[list[_Tens
         flat += items
     combined = positions_op(positions)
     nested = map_nested(combined.tolist(), flat) if combined.ndim else flat[int(combined)]
-    return NonTensorStack.from_list(nested, combined.shape, first.device)
-
-
-def same_value(a: Any, b: Any) -> bool:
-    try:
-        return bool(a is b or a == b)
-    except Exception:  # noqa: BLE001  (objects whose == is not a truth value)
-        return False
+    return classes.NonTensorStack.from_list(nested, combined.shape, first.device)
 
 
 def flatten_nested(nested: Any, depth: int) -> list[Any]:
@@ -146,6 +146,10 @@ def map_nested(nested: Any, values: list[Any]) -> Any:
 def _check_batch(tds: Sequence[Any], skip_dim: int | None = None) -> torch.Size:
     if not tds:
         raise RuntimeError("stack and cat need a non-empty sequence of TensorDicts")
+    for i, td in enumerate(tds):
+        if not is_tensor_collection(td):
+            raise TypeError(f"stack and cat need TensorDicts, got a {type(td).__name__} at "
+                            f"position {i}")
     batch = tds[0].batch_size
     if skip_dim is None:
         if len(set(map(attrgetter("batch_size"), tds))) == 1:
@@ -180,12 +184,12 @@ def stack(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noq
         raise IndexError(f"dim {dim} is out of range to stack TensorDicts of batch size {batch}")
     dim = dim % (ndim + 1)
     if out is not None:
+        new = batch[:dim] + torch.Size([len(tds)]) + batch[dim:]
+        _check_out(out, tds, new, lambda xs: torch.stack(xs, dim))
         out._apply_nest(lambda o, *xs: torch.stack(xs, dim, out=o), *tds, inplace=True)
         return out
     if lazy_legacy():
-        from tensordict._lazy import LazyStackedTensorDict
-
-        return LazyStackedTensorDict.lazy_stack(tds, dim)
+        return classes.LazyStackedTensorDict.lazy_stack(tds, dim)
     new = batch[:dim] + torch.Size([len(tds)]) + batch[dim:]
     names = tds[0].names
     names = names[:dim] + [None] + names[dim:]
@@ -204,15 +208,38 @@ def cat(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa:
     batch = tds[0].batch_size if tds else torch.Size()
     ndim = len(batch)
     if not ndim or not -ndim <= dim < ndim:
-        raise IndexError(f"dim {dim} is out of range to cat TensorDicts of batch size {batch}")
+        raise errors.BatchDimError(f"dim {dim} is out of range to cat TensorDicts of batch "
+                                   f"size {batch}")
     dim = dim % ndim
     _check_batch(tds, dim)
+    new = batch[:dim] + torch.Size([sum(td.batch_size[dim] for td in tds)]) + batch[dim + 1:]
     if out is not None:
+        _check_out(out, tds, new, lambda xs: torch.cat(xs, dim))
         out._apply_nest(lambda o, *xs: torch.cat(xs, dim, out=o), *tds, inplace=True)
         return out
-    new = batch[:dim] + torch.Size([sum(td.batch_size[dim] for td in tds)]) + batch[dim + 1:]
     return _combine(list(map(entries_of, tds)), lambda xs: torch.cat(xs, dim), new, ndim,
                     tds[0].names, _common_device(tds), (), True)
+
+
+def _check_out(out: Any, tds: Sequence[Any], batch_size: torch.Size,
+               op: Callable[[list[_Tensor]], _Tensor]) -> None:
+    """Raise, naming the key and shapes, unless every leaf of ``out`` is exactly what ``op``
+    (stack or cat) makes of the leaves of ``tds``: nothing is written otherwise."""
+    if out.batch_size != batch_size:
+        raise RuntimeError(f"out has the batch size {list(out.batch_size)}, the result "
+                           f"{list(batch_size)}")
+    for td in tds:
+        missing = set(td.keys(True, True)) - set(out.keys(True, True))
+        if missing:
+            raise KeyError(f"out lacks the entries {sorted(map(str, missing))}")
+
+    def check(key: Any, target: _Tensor, *xs: _Tensor) -> None:
+        shape = op([torch.empty_like(x, device="meta") for x in xs]).shape
+        if target.shape != shape:
+            raise RuntimeError(f"the entry {key!r} of out has the shape {list(target.shape)}, "
+                               f"the result {list(shape)}")
+
+    out._apply_nest(check, *tds, named=True, nested_keys=True, filter_empty=False)
 
 
 def maybe_dense_stack(input: Sequence[Any], dim: int = 0, *, out: Any = None,  # noqa: A002
@@ -232,9 +259,7 @@ def maybe_dense_stack(input: Sequence[Any], dim: int = 0, *, out: Any = None,  #
             pass
     elif out is not None:
         return stack(tds, dim, out=out)
-    from tensordict._lazy import LazyStackedTensorDict
-
-    return LazyStackedTensorDict.lazy_stack(tds, dim, **kwargs)
+    return classes.LazyStackedTensorDict.lazy_stack(tds, dim, **kwargs)
 
 
 def pad_sequence(list_of_tensordicts: Sequence[Any], pad_dim: int = 0,
@@ -251,8 +276,6 @@ def pad_sequence(list_of_tensordicts: Sequence[Any], pad_dim: int = 0,
     >>> out.batch_size, out["masks", "a"].tolist()
     (torch.Size([2, 3]), [[True, False, False], [True, True, True]])
     """
-    from tensordict._td import TensorDict
-
     if padding_side not in ("left", "right"):
         raise ValueError(f"padding_side must be 'left' or 'right', got {padding_side!r}")
     tds = list(list_of_tensordicts)
@@ -278,7 +301,7 @@ def pad_sequence(list_of_tensordicts: Sequence[Any], pad_dim: int = 0,
     if batched:
         inner = inner[:pad_dim] + torch.Size([longest]) + inner[pad_dim + 1:]
     batch_size = torch.Size([len(tds)]) + inner
-    result = TensorDict(batch_size=batch_size, device=_common_device(tds))
+    result = classes.TensorDict(batch_size=batch_size, device=_common_device(tds))
     masks = {}
     for key in keys:
         path = key if isinstance(key, tuple) else (key,)
@@ -298,7 +321,7 @@ def pad_sequence(list_of_tensordicts: Sequence[Any], pad_dim: int = 0,
         masks[key] = torch.stack(valid)
     if return_mask:
         mask_key = "masks" if return_mask is True else return_mask
-        result.set(mask_key, TensorDict(masks, batch_size=batch_size))
+        result.set(mask_key, classes.TensorDict(masks, batch_size=batch_size))
     if out is not None:
         return out.update_(result)
     return result

@@ -19,21 +19,16 @@ import numpy as np
 import torch
 
 from tensordict import errors
-from tensordict._base import NO_DEFAULT, TensorDictBase, is_tensor_collection
-from tensordict._compare import CompareMixin
-from tensordict._convert import ConvertMixin
-from tensordict._device import DeviceMixin
-from tensordict._dict_api import DictMixin
-from tensordict._functional import FunctionalMixin
+from tensordict._base import TensorDictBase
+from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection, register_class
 from tensordict._map import MapMixin
+from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nested_key import NestedKey
-from tensordict._nontensor import NonTensorData, NonTensorStack, unwrap_non_tensor
+from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 from tensordict._options import list_to_stack
-from tensordict._pointwise import PointwiseMixin
-from tensordict._reductions import ReductionsMixin
+from tensordict._plan import check_write
 from tensordict._repr import tensordict_repr
-from tensordict._serialization import SerializationMixin
-from tensordict._shape_ops import ShapeOpsMixin
+from tensordict._setitem import plan_at_index, set_at_index
 from tensordict._shapes import (
     as_device,
     as_size,
@@ -41,17 +36,12 @@ from tensordict._shapes import (
     masks_to_indices,
     normalize_index,
 )
-from tensordict._storage import StorageMixin
-from tensordict._torch_function import TorchFunctionMixin
-from tensordict._traverse import TraverseMixin
 
 _Tensor = torch.Tensor
 
 
-class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMixin,
-                 FunctionalMixin, ShapeOpsMixin, PointwiseMixin, ReductionsMixin,
-                 TorchFunctionMixin, SerializationMixin, ConvertMixin, MapMixin,
-                 TensorDictBase):
+@register_class
+class TensorDict(MapMixin, TensorDictBase):
     """A dictionary of tensors that behaves like a tensor of shape ``batch_size``.
 
     Args:
@@ -84,21 +74,24 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
         **kwargs: Any,
     ) -> None:
         if source is not None and kwargs:
-            raise TypeError(
+            raise ValueError(
                 "give the entries either as a mapping or as keyword arguments, not both"
             )
         auto = isinstance(batch_size, str)
         if auto and batch_size != "auto":
             raise ValueError(f"batch_size must be a size or 'auto', got {batch_size!r}")
         self._tensordict: dict[str, Any] = {}
-        self._batch_size = torch.Size() if auto else as_size(batch_size)
+        try:
+            self._batch_size = torch.Size() if auto else as_size(batch_size)
+        except TypeError as err:
+            raise ValueError(str(err)) from None
         self._device = as_device(device)
         self._names: tuple[str | None, ...] | None = None
         self._is_locked = False
         self._exit_stack: list[Any] = []
         entries = kwargs if source is None else source
         if not isinstance(entries, (Mapping, TensorDictBase)):
-            raise TypeError(f"TensorDict source must be a mapping, got {type(entries).__name__}")
+            raise ValueError(f"TensorDict source must be a mapping, got {type(entries).__name__}")
         non_blocking = bool(non_blocking)
         store = self._tensordict
         for key, value in entries.items():
@@ -142,6 +135,9 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
         """A sub-TensorDict whose batch size is a prefix of the new one is widened to it
         (so an empty ``{}`` entry follows its parent)."""
         new = as_size(value)
+        if self._is_locked and new != self._batch_size:
+            raise errors.locked(f"change the batch size {list(self._batch_size)} to "
+                                f"{list(new)} of a")
         widen = []
         for key, entry in self._tensordict.items():
             shape = entry.batch_size if is_tensor_collection(entry) else entry.shape
@@ -185,9 +181,8 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
             return
         value = tuple(value)
         if len(value) != len(self._batch_size):
-            raise ValueError(
-                f"{len(value)} names given for a batch size of {len(self._batch_size)} dims"
-            )
+            raise ValueError(f"{len(value)} names {list(value)} given for a batch size of "
+                             f"{len(self._batch_size)} dims")
         named = [n for n in value if n is not None]
         if len(named) != len(set(named)):
             raise ValueError(f"dim names must be unique, got {list(value)}")
@@ -202,9 +197,10 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
 
     def _propagate_lock(self, locked: bool) -> None:
         self._is_locked = locked
+        inherited = LOCKED_BY_PARENT if locked else False
         for entry in self._tensordict.values():
             if isinstance(entry, TensorDictBase):
-                entry._propagate_lock(locked)
+                entry._propagate_lock(inherited)
 
     # -- reading -----------------------------------------------------------------------
     def _keys_str(self) -> Iterator[str]:
@@ -251,7 +247,7 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
                     shape[: len(batch_size)] == batch_size):
                 self._tensordict[key] = value
                 return
-        DictMixin.__setitem__(self, key, value)
+        TensorDictBase.__setitem__(self, key, value)
 
     # -- writing -----------------------------------------------------------------------
     def _set_str(
@@ -269,6 +265,7 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
         if inplace and present is not None:
             if isinstance(present, _Tensor) and isinstance(value, _Tensor):
                 if present is not value:
+                    check_write(present, value, key)
                     present.copy_(value, non_blocking=non_blocking)
                 return self
             if isinstance(present, TensorDictBase) and isinstance(value, TensorDictBase):
@@ -278,7 +275,7 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
                 present.data = value.data  # in place: a shared leaf writes it through
                 return self
         if self._is_locked:
-            raise errors.locked()
+            raise errors.locked(key=key)
         self._tensordict[key] = value
         return self
 
@@ -319,7 +316,7 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
             tensor = torch.as_tensor(value, device=device)
         except (TypeError, ValueError, RuntimeError):
             if batch_size and list_to_stack() and len(value) == batch_size[0]:
-                return NonTensorStack.from_list(value, batch_size, device)
+                return classes.NonTensorStack.from_list(value, batch_size, device)
             return NonTensorData(value, batch_size=batch_size, device=device)
         return self._validate_value(tensor, key)
 
@@ -357,7 +354,13 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
             names = self._names and self._names[1:]
             return self._apply_nest(lambda x: x[index], batch_size=batch[1:],
                                     names=names if names and any(names) else None)
-        parts = masks_to_indices(normalize_index(index, batch))
+        try:
+            parts = masks_to_indices(normalize_index(index, batch))
+        except IndexError as err:
+            if batch:
+                raise
+            raise errors.BatchDimError(f"a TensorDict of batch size [] has no batch dim to "
+                                           f"index with {index!r}") from err
         batch_size = indexed_size(batch, parts)
         names = self._indexed_names(parts) if self._names is not None else None
         if len(parts) == 1:
@@ -389,9 +392,10 @@ class TensorDict(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMix
         return tuple(out) if any(n is not None for n in out) else None
 
     def _set_at_index(self, index: Any, value: Any) -> None:
-        from tensordict._setitem import set_at_index
-
         set_at_index(self, index, value)
+
+    def _plan_at_index(self, index: Any, value: Any) -> Any:
+        return plan_at_index(self, index, value)
 
     def _apply_nest(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
         return self._traverse(fn, others, **kwargs)

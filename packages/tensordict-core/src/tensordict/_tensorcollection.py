@@ -6,6 +6,6 @@
 True
 """
 
-from tensordict._base import TensorCollection
+from tensordict._collection import TensorCollection
 
 __all__ = ["TensorCollection"]

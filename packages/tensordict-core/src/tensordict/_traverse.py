@@ -21,12 +21,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import torch
 
 from tensordict import errors
-from tensordict._base import NO_DEFAULT, is_tensor_collection
+from tensordict._collection import NO_DEFAULT
+from tensordict._plan import WritePlan
 from tensordict._shapes import as_device, as_size
 
 _Tensor = torch.Tensor
@@ -53,55 +55,91 @@ class TraverseMixin:
         prefix: tuple[str, ...] = (),
         filter_empty: bool | None = None,
         is_leaf: Callable[[type], bool] | None = None,
+        check_shapes: bool = False,
+        plan: WritePlan | None = None,
     ) -> Any:
+        """See the module docstring. ``check_shapes``: raise, naming the key, for a tensor
+        result whose leading dims are not the batch size (for functions that are not
+        ours). ``inplace``: the results are written into the leaves once every one is
+        computed and checked (by ``plan``, run by whoever made it)."""
         if batch_size is not None and batch_size.__class__ is not torch.Size:
             batch_size = torch.Size(batch_size)  # callers outside core pass lists
         parent_ndim = len(self._batch_size)
         out: dict[str, Any] = {}
         kept = 0
-        for key, value in self._tensordict.items():
-            if others:
-                other_values = [_entry(other, key, default) for other in others]
-            else:
-                other_values = ()
-            if named:
-                key_arg = (prefix + (key,) if nested_keys and prefix else key,)
-            if value.__class__ is _Tensor or isinstance(value, _Tensor):
-                new = fn(*key_arg, value, *other_values) if named else fn(value, *other_values)
-            elif (call_on_nested or (is_leaf is not None and is_leaf(type(value)))) and not (
-                    batch_size is not None and getattr(value, "_is_non_tensor", False)):
-                # non-tensor data go to fn too, except in shape ops (moved with the batch)
-                new = fn(*key_arg, value, *other_values) if named else fn(value, *other_values)
-            elif getattr(value, "_is_non_tensor", False):
-                if batch_size is not None:
-                    child_size = batch_size + value.batch_size[parent_ndim:]
-                    new = value._restructure(fn, child_size)
+        own_plan = inplace and plan is None
+        if own_plan:
+            plan = WritePlan()
+        extra: dict[str, Any] = {} if plan is None else {"plan": plan}
+        expected, ndim = None, 0
+        if check_shapes:
+            extra["check_shapes"] = True
+            expected = self._batch_size if batch_size is None else batch_size
+            ndim = len(expected)
+        key = None
+        try:
+            for key, value in self._tensordict.items():
+                if others:
+                    other_values = [_entry(other, key, default, prefix) for other in others]
                 else:
-                    new = value
-                if device is not NO_DEFAULT and new.device != device:
-                    new = new.to(device)
-            else:
-                child_size = (
-                    None if batch_size is None else batch_size + value.batch_size[parent_ndim:]
-                )
-                child_names = NO_DEFAULT
-                if names is not NO_DEFAULT:
-                    extra = value.names[parent_ndim:]
-                    child_names = None if names is None else tuple(names) + tuple(extra)
-                new = value._apply_nest(
-                    fn, *other_values, batch_size=child_size, names=child_names,
-                    device=device, inplace=inplace, call_on_nested=call_on_nested,
-                    default=default, named=named, nested_keys=nested_keys,
-                    prefix=prefix + (key,), filter_empty=filter_empty, is_leaf=is_leaf,
-                )
-            if new is None:
-                continue
-            kept += 1
-            if inplace:
-                if new is not value:
-                    _write_back(self, key, value, new)
-            else:
-                out[key] = new
+                    other_values = ()
+                if named:
+                    key_arg = (prefix + (key,) if nested_keys and prefix else key,)
+                if value.__class__ is _Tensor or isinstance(value, _Tensor):
+                    new = fn(*key_arg, value, *other_values) if named else fn(value,
+                                                                              *other_values)
+                    if ndim and isinstance(new, _Tensor) and not new.is_nested and (
+                            (not new.ndim or new.shape[0] != expected[0]) if ndim == 1
+                            else new.shape[:ndim] != expected):
+                        raise errors.batch_mismatch(prefix + (key,) if prefix else key,
+                                                    new.shape, expected)
+                elif (call_on_nested or (is_leaf is not None and is_leaf(type(value)))) and not (
+                        batch_size is not None and getattr(value, "_is_non_tensor", False)):
+                    # non-tensor data go to fn too, except in shape ops (moved with the batch)
+                    new = fn(*key_arg, value, *other_values) if named else fn(value,
+                                                                              *other_values)
+                elif getattr(value, "_is_non_tensor", False):
+                    if batch_size is not None:
+                        child_size = batch_size + value.batch_size[parent_ndim:]
+                        new = value._restructure(fn, child_size)
+                    else:
+                        new = value
+                    if device is not NO_DEFAULT and new.device != device:
+                        new = new.to(device)
+                else:
+                    child_size = (None if batch_size is None
+                                  else batch_size + value.batch_size[parent_ndim:])
+                    child_names = NO_DEFAULT
+                    if names is not NO_DEFAULT:
+                        more = value.names[parent_ndim:]
+                        child_names = None if names is None else tuple(names) + tuple(more)
+                    new = value._apply_nest(
+                        fn, *other_values, batch_size=child_size, names=child_names,
+                        device=device, inplace=inplace, call_on_nested=call_on_nested,
+                        default=default, named=named, nested_keys=nested_keys,
+                        prefix=prefix + (key,), filter_empty=filter_empty, is_leaf=is_leaf,
+                        **extra,
+                    )
+                if new is None:
+                    continue
+                kept += 1
+                if inplace:
+                    if new is value:
+                        continue
+                    if isinstance(value, _Tensor) and isinstance(new, _Tensor):
+                        plan.copy(value, new, prefix + (key,) if prefix else key)
+                    else:
+                        new = self._validate_value(new, key)
+                        plan.call(partial(self._set_str, key, new, inplace=True, validated=True))
+                else:
+                    out[key] = new
+        except (RuntimeError, ValueError, TypeError, IndexError) as err:
+            keyed = None if key is None else errors.with_key(err, prefix + (key,))
+            if keyed is None:
+                raise
+            raise keyed from err
+        if own_plan:
+            plan.run()
         if not kept and _filtered(filter_empty, bool(self._tensordict)):
             return None
         if inplace:
@@ -168,15 +206,12 @@ class TraverseMixin:
         nested_keys = constructor_kwargs.pop("nested_keys", False)
         if constructor_kwargs:
             raise TypeError(f"unexpected arguments {sorted(constructor_kwargs)}")
-        result = self._fast_apply(
+        return self._fast_apply(
             fn, *others, batch_size=batch_size, device=device, names=names, inplace=inplace,
             default=default, filter_empty=filter_empty, propagate_lock=propagate_lock,
             call_on_nested=call_on_nested, is_leaf=is_leaf, out=out, named=named,
-            nested_keys=nested_keys,
+            nested_keys=nested_keys, checked=False,
         )
-        if result is not None and not inplace and out is None:
-            _check_batch_dims(result)
-        return result
 
     def _fast_apply(
         self,
@@ -200,8 +235,9 @@ class TraverseMixin:
     ) -> Any:
         """:meth:`apply` (keys first with ``named``, as tuples below the top level with
         ``nested_keys``), without checking its arguments and keeping empty sub-TensorDicts
-        by default. ``num_threads``, ``checked`` and constructor keywords are accepted for
-        compatibility with upstream callers and ignored.
+        by default. With ``checked=False`` (as :meth:`apply` does) every result is checked
+        against the batch size as it is built. ``num_threads`` and constructor keywords are
+        accepted for compatibility with upstream callers and ignored.
 
         >>> td = TensorDict({"a": torch.zeros(2), "n": {"b": torch.ones(2)}}, [2])
         >>> td._fast_apply(lambda k, x: print(k), named=True, nested_keys=True)
@@ -212,14 +248,19 @@ class TraverseMixin:
         size = None if batch_size is None else as_size(batch_size)
         if size is not None and names is NO_DEFAULT:
             names = None
+        checks = {} if checked else {"check_shapes": True}
         result = self._apply_nest(
             fn, *others, batch_size=size, names=names, inplace=inplace,
             device=device if device is NO_DEFAULT else as_device(device),
             default=default, filter_empty=filter_empty, call_on_nested=call_on_nested,
-            named=named, nested_keys=nested_keys, is_leaf=is_leaf,
+            named=named, nested_keys=nested_keys, is_leaf=is_leaf, **checks,
         )
         if out is not None:
             if result is not None:
+                if out.batch_size != result.batch_size:
+                    raise RuntimeError(f"apply(out=...) got out of batch size "
+                                       f"{list(out.batch_size)} for a result of batch size "
+                                       f"{list(result.batch_size)}")
                 out.update_(result)
             return out
         if propagate_lock and result is not None and self.is_locked:
@@ -287,42 +328,16 @@ def _filtered(filter_empty: bool | None, had_entries: bool) -> bool:
     return bool(filter_empty) or (filter_empty is None and had_entries)
 
 
-def _check_batch_dims(td: Any, path: tuple[str, ...] = ()) -> None:
-    """Raise, naming the key, if a tensor of an ``apply`` result does not start with the
-    batch size of the TensorDict holding it."""
-    parts = getattr(td, "tensordicts", None)
-    if parts is not None:  # a lazy stack: its parts hold the entries
-        for part in parts:
-            _check_batch_dims(part, path)
-        return
-    batch = td.batch_size
-    ndim = len(batch)
-    entries = getattr(td, "_tensordict", None)
-    items = entries.items() if entries.__class__ is dict else (
-        (key, td._get_str(key)) for key in td._keys_str())
-    for key, value in items:
-        if value.__class__ is _Tensor or isinstance(value, _Tensor):
-            shape = value.shape if ndim and not value.is_nested else batch
-            if (not shape or shape[0] != batch[0]) if ndim == 1 else shape[:ndim] != batch:
-                raise errors.batch_mismatch(path + (key,) if path else key, value.shape, batch)
-        elif is_tensor_collection(value) and not getattr(value, "_is_non_tensor", False):
-            _check_batch_dims(value, path + (key,))
-
-
-def _entry(other: Any, key: str, default: Any) -> Any:
+def _entry(other: Any, key: str, default: Any, prefix: tuple[str, ...] = ()) -> Any:
     if other is default:  # under a sub-TensorDict ``other`` lacks: default everywhere
         return default
     if isinstance(other, dict):
-        value = other.get(key, default)
+        value = other.get(key)
     else:
-        value = other._get_str(key, default)
-    if value is NO_DEFAULT:
-        raise KeyError(f"key {key!r} is missing from one of the TensorDicts passed to apply")
+        value = other._get_str(key, None)  # entries are never None: None means missing
+    if value is None:
+        if default is not NO_DEFAULT:
+            return default
+        raise errors.MissingKeyError(f"key {prefix + (key,) if prefix else key!r} is missing "
+                                     "from one of the TensorDicts passed to apply")
     return value
-
-
-def _write_back(td: Any, key: str, old: Any, new: Any) -> None:
-    if isinstance(old, _Tensor) and isinstance(new, _Tensor):
-        old.copy_(new)
-    else:
-        td._set_str(key, new, inplace=True, validated=False)

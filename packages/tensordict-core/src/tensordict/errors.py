@@ -21,6 +21,12 @@ from collections.abc import Iterable
 from typing import Any
 
 
+class BatchDimError(IndexError, RuntimeError):
+    """A dim or an index beyond the batch dims where upstream raises a RuntimeError (an
+    index into a 0-dim batch, ``unsqueeze``, ``narrow``, ``cat`` and ``lazy_stack`` dims):
+    both that and the IndexError torch raises for the same on a tensor."""
+
+
 class LockedTensorDictError(RuntimeError):
     """A write that adds, removes or replaces an entry of a locked TensorDict."""
 
@@ -56,16 +62,38 @@ def missing_key(
 
 def batch_mismatch(key: Any, shape: Any, batch_size: Any) -> RuntimeError:
     """A RuntimeError for a value whose leading dims do not match the batch size."""
-    return RuntimeError(
+    err = RuntimeError(
         f"batch dimension mismatch, got self.batch_size={batch_size} and "
         f"value.shape={shape} for key {key!r}. The leading dimensions of a value "
         "must match the batch size."
     )
+    err._tensordict_key = True  # type: ignore[attr-defined]  (see with_key)
+    return err
 
 
-def locked(action: str = "modify") -> LockedTensorDictError:
-    """The error for a write to a locked TensorDict."""
+def locked(action: str = "modify", key: Any = None) -> LockedTensorDictError:
+    """The error for a write to a locked TensorDict (at the entry ``key``, if given)."""
+    where = "" if key is None else f" (writing the entry {key!r})"
     return LockedTensorDictError(
-        f"Cannot {action} locked TensorDict. Unlock it first with `td.unlock_()` "
+        f"Cannot {action} locked TensorDict{where}. Unlock it first with `td.unlock_()` "
         "(or `with td.unlock_(): ...`); in-place writes (`set_`, `update_`) are allowed."
     )
+
+
+#: Exceptions of exactly these classes, raised while working on one entry, are re-raised
+#: naming the entry (subclasses such as torch.OutOfMemoryError pass through unchanged).
+_KEYED = frozenset((RuntimeError, ValueError, TypeError, IndexError))
+
+
+def with_key(err: BaseException, path: tuple[str, ...]) -> BaseException | None:
+    """``err`` again, of the same class, its message naming the entry ``path``; None when
+    it already names one (raised deeper) or is of a class kept as is.
+
+    >>> str(with_key(RuntimeError("bad shape"), ("n", "c")))
+    "bad shape (entry ('n', 'c'))"
+    """
+    if type(err) not in _KEYED or getattr(err, "_tensordict_key", False):
+        return None
+    new = type(err)(f"{err} (entry {path[0] if len(path) == 1 else path!r})")
+    new._tensordict_key = True  # type: ignore[attr-defined]
+    return new

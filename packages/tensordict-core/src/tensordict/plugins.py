@@ -23,6 +23,7 @@ import functools
 import importlib
 import importlib.metadata
 import os
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Mapping
@@ -363,11 +364,10 @@ class _MissingSubpackageFinder:
         prefix, _, sub = fullname.partition(".")
         if prefix != "tensordict" or sub not in SUBPACKAGES:
             return None
-        import tensordict
-
         # Only a regular import searches tensordict's own __path__; tools probing other
         # folders (pytest's importlib mode, find_spec with a path) get the usual None.
-        if path is not None and list(path) != list(tensordict.__path__):
+        # (tensordict's __init__ installs this finder: the package is loaded.)
+        if path is not None and list(path) != list(sys.modules["tensordict"].__path__):
             return None
         raise MissingPluginError(
                 install_hint(f"the module {fullname}", SUBPACKAGES[sub]), name=fullname
@@ -376,7 +376,5 @@ class _MissingSubpackageFinder:
 
 def install_subpackage_finder() -> None:
     """Put the missing-subpackage finder at the end of ``sys.meta_path`` (once)."""
-    import sys
-
     if not any(isinstance(f, _MissingSubpackageFinder) for f in sys.meta_path):
         sys.meta_path.append(_MissingSubpackageFinder())

@@ -5,6 +5,10 @@ Collectives that combine the TensorDicts of several ranks first all-gather their
 structure fingerprints (one tiny message), so ranks holding different structures get a
 :class:`StructureMismatchError` naming the ranks instead of a hang or mixed-up data.
 Collectives that create TensorDicts (broadcast, scatter) send the structure along.
+Non-tensor leaves travel as JSON (see :func:`~tensordict.distributed._wire.encode_objects`);
+values the sender had to pickle are decoded only by a call given ``allow_pickle=True``,
+else it raises :class:`~tensordict.distributed.PickledDataError` once the tensors have
+arrived (so every rank stays in step), leaving its own TensorDicts as they were.
 
 Example (on every rank of a process group)::
 
@@ -21,11 +25,14 @@ import torch
 import torch.distributed as dist
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
-from tensordict import NonTensorData, NonTensorStack
+from tensordict import NonTensorData, NonTensorStack, TensorDictBase
 from tensordict.distributed._structure import (
     Structure,
     as_tensordict,
+    leaf_from_payload,
+    leaf_payload,
     non_tensor_leaves,
+    path_names,
     rewrap,
     set_non_tensor,
     tensor_leaves,
@@ -35,8 +42,12 @@ from tensordict.distributed._wire import (
     Pending,
     StructureMismatchError,
     byte_view,
+    decode_objects,
+    encode_objects,
+    from_bytes,
     outgoing,
     peer_errors,
+    to_bytes,
     wait_all,
     wire_device,
 )
@@ -59,31 +70,82 @@ def _check_same_structure(structure: Structure, group: Any, action: str) -> None
         )
 
 
-def _share_structure(td: Any, src: int, group: Any, extra: Any = None) -> tuple[Structure, Any]:
-    """Broadcast the structure (and ``extra``, picklable) from ``src`` to ``group``."""
-    message = [None if td is None else Structure.of(td).to_bytes(), extra]
+def _payloads(td: TensorDictBase) -> list[Any]:
+    """What travels of each non-tensor leaf of ``td`` (see ``leaf_payload``)."""
+    return [leaf_payload(v) for _, v in non_tensor_leaves(td)]
+
+
+def _encoded(td: TensorDictBase) -> bytes:
+    """The non-tensor leaves of ``td``, encoded for the wire."""
+    return encode_objects(_payloads(td))[0]
+
+
+def _decoded(data: bytes, td: TensorDictBase, allow_pickle: bool) -> list[Any]:
+    """The payloads of the non-tensor leaves of ``td`` that another rank encoded."""
+    return decode_objects(data, allow_pickle, path_names(non_tensor_leaves(td)))
+
+
+def _broadcast_bytes(data: bytes | None, src: int, group: Any) -> bytes:
+    """``data`` of rank ``src`` on every rank of ``group``."""
+    wire = wire_device(group)
+    size = torch.tensor([0 if data is None else len(data)], device=wire)
+    dist.broadcast(size, src, group=group)
+    buffer = torch.empty(int(size), dtype=torch.uint8, device=wire) if data is None \
+        else from_bytes(data, wire)
+    dist.broadcast(buffer, src, group=group)
+    return to_bytes(buffer)
+
+
+def _gather_bytes(data: bytes, group: Any, dst: int | None) -> list[bytes] | None:
+    """Every rank's ``data`` in group rank order: on every rank (``dst=None``) or on rank
+    ``dst`` only (None on the others)."""
+    wire, size = wire_device(group), dist.get_world_size(group)
+    mine = torch.tensor([len(data)], device=wire)
+    lengths = [torch.zeros_like(mine) for _ in range(size)]
+    dist.all_gather(lengths, mine, group=group)
+    sizes = [int(n) for n in lengths]
+    padded = torch.zeros(max(sizes), dtype=torch.uint8, device=wire)
+    padded[:len(data)] = from_bytes(data, wire)
+    receives = dst is None or dist.get_rank() == dst
+    rows = [torch.empty_like(padded) for _ in range(size)] if receives else None
+    if dst is None:
+        dist.all_gather(rows, padded, group=group)
+    else:
+        dist.gather(padded, rows, dst=dst, group=group)
+    return None if rows is None else [to_bytes(row[:n]) for row, n in zip(rows, sizes)]
+
+
+def _group_rank(group: Any) -> int:
+    return dist.get_group_rank(group or dist.group.WORLD, dist.get_rank())
+
+
+def _share_structure(td: Any, src: int, group: Any, extra: bytes | None
+                     ) -> tuple[Structure, bytes]:
+    """Broadcast the structure of ``td`` and the bytes ``extra`` from ``src`` to
+    ``group`` (``td`` and ``extra`` are None on the other ranks)."""
+    message = None if td is None else Structure.of(td).to_bytes() + b"\n" + extra
     with peer_errors("broadcasting a TensorDict structure", src):
-        dist.broadcast_object_list(message, src=src, group=group)
-    return Structure.from_bytes(message[0]), message[1]
+        message = _broadcast_bytes(message, src, group)
+    description, _, extra = message.partition(b"\n")  # JSON holds no raw newline
+    return Structure.from_bytes(description), extra
 
 
 def broadcast(self: Any, src: int, *, group: Any = None,
-              device: torch.device | str | None = None) -> Any:
+              device: torch.device | str | None = None, allow_pickle: bool = False) -> Any:
     """Rank ``src``'s TensorDict on every rank of ``group`` (the structure travels too,
     so the other ranks may call it on any TensorDict, e.g. an empty one).
 
     Returns ``self`` on ``src`` and a new TensorDict (on ``device``, default CPU) on the
-    other ranks, non-tensor leaves included.
+    other ranks, non-tensor leaves included (``allow_pickle``: accept non-tensor values
+    the sender pickled, see :meth:`recv`).
 
     >>> td = (data if rank == 0 else TensorDict()).broadcast(src=0)  # doctest: +SKIP
     """
     is_src = dist.get_rank() == src
     td = as_tensordict(self, dense=True) if is_src else None
-    values = [v for _, v in non_tensor_leaves(td)] if is_src else None
-    structure, values = _share_structure(td, src, group, values)
+    structure, values = _share_structure(td, src, group, _encoded(td) if is_src else None)
     if not is_src:
         td = structure.empty(structure.local_device(device))
-        set_non_tensor(td, non_tensor_leaves(td), values)
     wire = wire_device(group)
     works, landings = [], []
     with peer_errors("broadcasting a TensorDict", src):
@@ -93,7 +155,10 @@ def broadcast(self: Any, src: int, *, group: Any = None,
             works.append(dist.broadcast(landing.bytes, src, group=group, async_op=True))
     wait_all(works, "broadcasting a TensorDict", src,
              then=None if is_src else lambda: [landing.finish() for landing in landings])
-    return self if is_src else rewrap(self, td)
+    if is_src:
+        return self
+    set_non_tensor(td, non_tensor_leaves(td), _decoded(values, td, allow_pickle))
+    return rewrap(self, td)
 
 
 def _reduce_leaves(self: Any, op: Any, async_op: bool, group: Any, bucket_bytes: int | None,
@@ -179,9 +244,10 @@ def reduce(self: Any, dst: int, op: Any = None, async_op: bool = False,
                           "reduce", dst)
 
 
-def all_gather(self: Any, *, group: Any = None) -> list[Any]:
+def all_gather(self: Any, *, group: Any = None, allow_pickle: bool = False) -> list[Any]:
     """The TensorDicts of every rank of ``group``, in rank order (non-tensor leaves
-    included). All ranks must hold TensorDicts of the same structure.
+    included; ``allow_pickle``: accept non-tensor values another rank pickled, see
+    :meth:`recv`). All ranks must hold TensorDicts of the same structure.
 
     >>> tds = td.all_gather()  # doctest: +SKIP
     """
@@ -198,17 +264,21 @@ def all_gather(self: Any, *, group: Any = None) -> list[Any]:
             landings += row
             works.append(dist.all_gather([r.bytes for r in row], outgoing(x, wire),
                                          group=group, async_op=True))
-        values: list[Any] = [None] * size
-        dist.all_gather_object(values, [v for _, v in non_tensor_leaves(td)], group=group)
+        encoded = _gather_bytes(_encoded(td), group, None)
     wait_all(works, "all_gather", "group", then=lambda: [r.finish() for r in landings])
+    me = _group_rank(group)
+    values = [_payloads(td) if i == me else _decoded(data, td, allow_pickle)
+              for i, data in enumerate(encoded)]
     for out, out_values in zip(outs, values):
         set_non_tensor(out, non_tensor_leaves(out), out_values)
     return [rewrap(self, out) for out in outs]
 
 
-def gather_and_stack(self: Any, dst: int, group: Any = None) -> Any:
+def gather_and_stack(self: Any, dst: int, group: Any = None, *,
+                     allow_pickle: bool = False) -> Any:
     """Stack the TensorDicts of every rank on rank ``dst``: there, returns a TensorDict of
-    batch size ``[world_size, *batch_size]``; None on the other ranks.
+    batch size ``[world_size, *batch_size]``; None on the other ranks. ``allow_pickle``:
+    accept non-tensor values another rank pickled (see :meth:`recv`).
 
     >>> stacked = td.gather_and_stack(dst=0)  # doctest: +SKIP
     """
@@ -229,12 +299,14 @@ def gather_and_stack(self: Any, dst: int, group: Any = None) -> Any:
                 rows = [byte_view(row) for row in landing.buffer.unbind(0)]
             works.append(dist.gather(outgoing(x, wire), rows, dst=dst, group=group,
                                      async_op=True))
-        values = [None] * size if is_dst else None
-        dist.gather_object([v for _, v in non_tensor_leaves(td)], values, dst=dst, group=group)
+        encoded = _gather_bytes(_encoded(td), group, dst)
     wait_all(works, "gather_and_stack", dst, then=lambda: [r.finish() for r in landings])
     if is_dst:
+        me = _group_rank(group)
+        values = [_payloads(td) if i == me else _decoded(data, td, allow_pickle)
+                  for i, data in enumerate(encoded)]
         for j, (path, _) in enumerate(non_tensor_leaves(out)):
-            _set_stacked(out, path, [v[j] for v in values])
+            _set_stacked(out, path, [leaf_from_payload(v[j]) for v in values])
         out = rewrap(self, out)
     return out
 
@@ -250,10 +322,11 @@ def _set_stacked(out: Any, path: tuple[str, ...], parts: list[Any]) -> None:
 
 
 def scatter(self: Any, src: int, tensordicts: list[Any] | None = None, *, group: Any = None,
-            device: torch.device | str | None = None) -> Any:
+            device: torch.device | str | None = None, allow_pickle: bool = False) -> Any:
     """Send ``tensordicts[i]`` (given on rank ``src``) to group rank ``i``; every rank
     returns its part (a new TensorDict on ``device``, default CPU). The parts must share
-    one structure.
+    one structure. ``allow_pickle``: accept non-tensor values the sender pickled (see
+    :meth:`recv`).
 
     >>> part = td.scatter(src=0, tensordicts=parts if rank == 0 else None)  # doctest: +SKIP
     """
@@ -269,11 +342,10 @@ def scatter(self: Any, src: int, tensordicts: list[Any] | None = None, *, group:
         if len(shapes) > 1:
             raise StructureMismatchError("scatter: the TensorDicts to scatter differ in keys, "
                                          "shapes or dtypes")
-    values = [[v for _, v in non_tensor_leaves(p)] for p in parts] if is_src else None
-    structure, values = _share_structure(parts[0] if is_src else None, src, group, values)
+    # each rank's non-tensor data, encoded on its own (a rank decodes only its part)
+    extra = encode_objects([_encoded(p) for p in parts])[0] if is_src else None
+    structure, extra = _share_structure(parts[0] if is_src else None, src, group, extra)
     out = structure.empty(structure.local_device(device))
-    rank_in_group = dist.get_group_rank(group or dist.group.WORLD, dist.get_rank())
-    set_non_tensor(out, non_tensor_leaves(out), values[rank_in_group])
     part_leaves = [tensor_leaves(p) for p in parts] if is_src else None
     works, landings = [], []
     with peer_errors("scatter", src):
@@ -284,4 +356,8 @@ def scatter(self: Any, src: int, tensordicts: list[Any] | None = None, *, group:
             works.append(dist.scatter(landing.bytes, chunks, src=src, group=group,
                                       async_op=True))
     wait_all(works, "scatter", src, then=lambda: [r.finish() for r in landings])
+    me = _group_rank(group)
+    values = _payloads(parts[me]) if is_src else \
+        _decoded(decode_objects(extra)[me], out, allow_pickle)
+    set_non_tensor(out, non_tensor_leaves(out), values)
     return rewrap(self, out)

@@ -4,15 +4,21 @@ Every transfer starts with a 4 kB envelope: a header (leaf count, a 63-bit finge
 of the structure, sizes, identity of the files the leaves map) and the structure's
 signature (key paths, shapes and dtypes). A small TensorDict travels entirely inside the
 envelope, in one message; a larger one follows it without waiting, one message per
-tensor leaf plus one pickled message holding the non-tensor leaves (if any). The
-receiver compares the fingerprint with its own TensorDict's before posting its receives:
-on a mismatch it takes the data off the wire (so the pair stays in step), leaves its
-TensorDict untouched and raises a :class:`StructureMismatchError` naming the keys,
-shapes and dtypes that differ.
+tensor leaf plus one message holding the non-tensor leaves (if any), encoded as JSON
+(see :func:`~tensordict.distributed._wire.encode_objects`). The receiver compares the
+fingerprint with its own TensorDict's before posting its receives: on a mismatch it
+takes the data off the wire (so the pair stays in step), leaves its TensorDict untouched
+and raises a :class:`StructureMismatchError` naming the keys, shapes and dtypes that
+differ.
 
 When the sender's leaves are memory-mapped files, it waits for one answer first: if the
 receiver maps the very same files (a shared scratch space), the tensor bytes are not sent
 at all, since the receiver already sees them.
+
+Non-tensor values that JSON cannot describe are pickled, and the header says so: unless
+the receiving call passes ``allow_pickle=True``, the receiver takes the data off the wire
+without writing anything and raises a
+:class:`~tensordict.distributed.PickledDataError` naming the entries.
 
 Example (on two ranks of a process group)::
 
@@ -40,6 +46,8 @@ from tensordict.distributed._structure import (
     collect,
     dtype_from_name,
     fingerprint_of,
+    leaf_payload,
+    path_names,
     rewrap,
     set_non_tensor,
 )
@@ -48,21 +56,25 @@ from tensordict.distributed._wire import (
     Incoming,
     PeerError,
     Pending,
+    PickledDataError,
     StructureMismatchError,
     decode_objects,
     encode_objects,
+    from_bytes,
     outgoing,
     peer_errors,
     tags,
+    to_bytes,
     wait_all,
     wire_device,
 )
 
-# receiver's answers to a header
-_DATA, _MISMATCH, _SAME_FILES = 0, 1, 2
+# receiver's answers to a header (_NO_TENSORS: send the non-tensor message only, as the
+# receiver maps the same files or refuses the data)
+_DATA, _MISMATCH, _NO_TENSORS = 0, 1, 2
 # the first message: _FIELDS int64 fields, then the signature and, for small
 # TensorDicts, every leaf and the non-tensor payload ("packed": one message in all)
-_ENVELOPE, _FIELDS = 4096, 7
+_ENVELOPE, _FIELDS = 4096, 8
 _ROOM = _ENVELOPE - 8 * _FIELDS
 
 
@@ -90,7 +102,7 @@ def _files_id(leaves: list[tuple[Path, torch.Tensor]]) -> int:
 def _send_bytes(data: bytes, dst: int, group: Any, tag: int) -> None:
     device = wire_device(group)
     dist.send(torch.tensor([len(data)], device=device), dst, group=group, tag=tag)
-    dist.send(_frombytes(data, device), dst, group=group, tag=tag + 1)
+    dist.send(from_bytes(data, device), dst, group=group, tag=tag + 1)
 
 
 def _recv_bytes(src: int, group: Any, tag: int) -> bytes:
@@ -99,11 +111,7 @@ def _recv_bytes(src: int, group: Any, tag: int) -> bytes:
     dist.recv(size, src, group=group, tag=tag)
     payload = torch.empty(int(size), dtype=torch.uint8, device=device)
     dist.recv(payload, src, group=group, tag=tag + 1)
-    return payload.cpu().numpy().tobytes()
-
-
-def _frombytes(data: bytes, device: torch.device) -> torch.Tensor:
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8).to(device)
+    return to_bytes(payload)
 
 
 def _envelope(fields: list[int], inline: list[torch.Tensor], device: torch.device
@@ -124,15 +132,17 @@ def _post_send(td: Any, dst: int, group: Any, init_tag: int, pseudo_rand: bool
     signature = Structure.of(td, leaves, non_tensor).signature()
     device = wire_device(group)
     data = [outgoing(x, device) for _, x in leaves]
+    pickled = False
     if non_tensor:
-        data.append(encode_objects([v for _, v in non_tensor]).to(device))
+        payload, pickled = encode_objects([leaf_payload(v) for _, v in non_tensor])
+        data.append(from_bytes(payload, device))
     extra_size = data[-1].numel() if non_tensor else 0
     files = _files_id(leaves)
-    signature_bytes = _frombytes(signature, device)
+    signature_bytes = from_bytes(signature, device)
     signature_inline = len(signature) <= _ROOM
     packed = not files and len(signature) + sum(d.numel() for d in data) <= _ROOM
     fields = [MAGIC, len(leaves), fingerprint_of(signature), len(signature), extra_size,
-              files, int(packed)]
+              files, int(packed), int(pickled)]
     inline = [signature_bytes] if signature_inline else []
     envelope = _envelope(fields, inline + data if packed else inline, device)
     message_tags = tags(init_tag + 2, len(leaves) + 1, pseudo_rand)
@@ -151,7 +161,7 @@ def _post_send(td: Any, dst: int, group: Any, init_tag: int, pseudo_rand: bool
                 f"rank {dst} holds a TensorDict of another structure (keys, shapes or "
                 f"dtypes differ); rank {dst} raised an error listing the differences"
             )
-        if status == _SAME_FILES:
+        if status == _NO_TENSORS:
             data = data[len(leaves):]
             message_tags = message_tags[len(leaves):]
         if not packed:
@@ -160,8 +170,8 @@ def _post_send(td: Any, dst: int, group: Any, init_tag: int, pseudo_rand: bool
     return works, init_tag + len(leaves) + 3
 
 
-def _post_recv(td: Any, src: int, group: Any, init_tag: int, pseudo_rand: bool
-               ) -> tuple[list[Pending], int]:
+def _post_recv(td: Any, src: int, group: Any, init_tag: int, pseudo_rand: bool,
+               allow_pickle: bool) -> tuple[list[Pending], int]:
     """Receive the envelope from ``src``, check it against this TensorDict, then post
     the receives; returns (pending receives, next tag)."""
     td = as_tensordict(td)
@@ -172,16 +182,17 @@ def _post_recv(td: Any, src: int, group: Any, init_tag: int, pseudo_rand: bool
     with peer_errors("receiving a TensorDict", src):
         dist.recv(envelope, src, group=group, tag=init_tag)
         fields = envelope[: 8 * _FIELDS].view(torch.int64).tolist()
-        magic, count, fingerprint, signature_size, extra_size, files, packed = fields
+        magic, count, fingerprint, signature_size, extra_size, files, packed, pickled = fields
         if magic != MAGIC:
             raise PeerError(
                 f"rank {src} sent a message that is not a TensorDict header on tag "
                 f"{init_tag}: the two ranks' calls are out of step"
             )
         status = _DATA if fingerprint == structure.fingerprint() else _MISMATCH
+        refuse = status == _DATA and pickled and not allow_pickle
         if files:
-            if status == _DATA and files == _files_id(leaves):
-                status = _SAME_FILES
+            if status == _DATA and (refuse or files == _files_id(leaves)):
+                status = _NO_TENSORS
             dist.send(torch.tensor([status], device=device), src, group=group, tag=init_tag)
         cursor = 8 * _FIELDS
         if signature_size <= _ROOM:
@@ -195,32 +206,50 @@ def _post_recv(td: Any, src: int, group: Any, init_tag: int, pseudo_rand: bool
         message_tags = tags(init_tag + 2, count + 1, pseudo_rand)
         if status == _MISMATCH:
             wait_all(pending, "receiving a TensorDict", src)
-            theirs = Structure.from_signature(signature.cpu().numpy().tobytes())
+            theirs = Structure.from_signature(to_bytes(signature))
             if not files and not packed:  # the data is on its way: take it off the wire
                 _drain(theirs, extra_size, src, group, message_tags)
             raise StructureMismatchError(
                 f"the TensorDict sent by rank {src} does not match the receiving one: "
                 + "; ".join(structure.differences(theirs))
             )
-        landings = [] if status == _SAME_FILES else [Incoming(x, device) for _, x in leaves]
+        if status == _NO_TENSORS:
+            landings, targets = [], []
+        elif refuse:  # the tensors land in scratch buffers, this TensorDict stays as it is
+            landings = []
+            targets = [torch.empty(x.numel() * x.element_size(), dtype=torch.uint8,
+                                   device=device) for _, x in leaves]
+        else:
+            landings = [Incoming(x, device) for _, x in leaves]
+            targets = [landing.bytes for landing in landings]
         payload = torch.empty(extra_size, dtype=torch.uint8, device=device)
-        targets = [landing.bytes for landing in landings] + ([payload] if extra_size else [])
+        targets += [payload] if extra_size else []
         if packed:  # everything came inside the envelope
             for target in targets:
                 target.copy_(envelope[cursor:cursor + target.numel()])
                 cursor += target.numel()
         else:
-            if status == _SAME_FILES:
+            if status == _NO_TENSORS:
                 message_tags = message_tags[count:]
             for target, tag in zip(targets, message_tags):
                 work = dist.irecv(target, src, group=group, tag=tag)
                 pending.append(Pending(work, None, "receiving a TensorDict", src))
 
+    def non_tensor_values() -> list[Any]:
+        return decode_objects(to_bytes(payload), allow_pickle,
+                              path_names(non_tensor))
+
+    if refuse:
+        wait_all(pending, "receiving a TensorDict", src)
+        non_tensor_values()  # raises, naming the pickled entries
+        raise PickledDataError(f"rank {src} flagged its non-tensor data as pickled")
+
     def finish() -> None:
+        values = non_tensor_values() if extra_size else []
         for landing in landings:
             landing.finish()
         if extra_size:
-            set_non_tensor(td, non_tensor, decode_objects(payload))
+            set_non_tensor(td, non_tensor, values)
 
     return pending + [_Finish(pending, finish)], init_tag + len(leaves) + 3
 
@@ -284,20 +313,26 @@ def send(self: Any, dst: int | None = None, init_tag: int = 0, pseudo_rand: bool
 
 def recv(self: Any, src: int | None = None, init_tag: int = 0, pseudo_rand: bool = False,
          group: Any = None, *, group_src: int | None = None,
-         consolidated: bool = False) -> int:
+         consolidated: bool = False, allow_pickle: bool = False) -> int:
     """Receive into this TensorDict, in place, what rank ``src`` sends with :meth:`send`.
 
     Non-tensor leaves are replaced by the sender's. Returns the next free message tag.
+    Non-tensor values travel as JSON (with tags for tuples, bytes, dicts with any keys,
+    NaN and infinities); values of other types are pickled by the sender, and decoding
+    them needs ``allow_pickle=True`` here (unpickling lets the sender run code on this
+    rank: pass it only for a trusted sender).
 
     Raises:
         StructureMismatchError: the sender's TensorDict differs (the message names the
             keys, shapes and dtypes that differ); nothing is written.
+        PickledDataError: the sender pickled some non-tensor values and ``allow_pickle``
+            is false (the message names them); nothing is written.
         PeerError: the sender died or did not send within the group's timeout.
 
     >>> td.recv(src=0)  # doctest: +SKIP
     """
     src = _global_rank(src, group_src, group, "src")
-    pending, next_tag = _post_recv(self, src, group, init_tag, pseudo_rand)
+    pending, next_tag = _post_recv(self, src, group, init_tag, pseudo_rand, allow_pickle)
     for item in pending:
         item.wait()
     return next_tag
@@ -325,18 +360,20 @@ def isend(self: Any, dst: int | None = None, init_tag: int = 0, pseudo_rand: boo
 
 def irecv(self: Any, src: int | None = None, return_premature: bool = False,
           init_tag: int = 0, pseudo_rand: bool = False, group: Any = None, *,
-          group_src: int | None = None, consolidated: bool = False) -> list[Pending] | None:
+          group_src: int | None = None, consolidated: bool = False,
+          allow_pickle: bool = False) -> list[Pending] | None:
     """Receive asynchronously from ``src`` (which calls :meth:`isend` or :meth:`send`).
 
     Returns None once the data has arrived, or, with ``return_premature=True``, at once
     a list of pending receives; call ``wait()`` on each before reading the TensorDict.
+    ``allow_pickle`` and the errors are those of :meth:`recv`.
 
     >>> pending = td.irecv(src=1, return_premature=True)  # doctest: +SKIP
     >>> for p in pending:  # doctest: +SKIP
     ...     p.wait()
     """
     src = _global_rank(src, group_src, group, "src")
-    pending, _ = _post_recv(self, src, group, init_tag, pseudo_rand)
+    pending, _ = _post_recv(self, src, group, init_tag, pseudo_rand, allow_pickle)
     if return_premature:
         return pending
     for item in pending:
@@ -371,7 +408,7 @@ def init_remote(self: Any, dst: int | None = None, group: Any = None,
 
 def from_remote_init(cls: type, src: int, group: Any = None,
                      device: torch.device | str | None = None, use_broadcast: bool = False,
-                     *, map_files: bool = True) -> Any:
+                     *, map_files: bool = True, allow_pickle: bool = False) -> Any:
     """Build a TensorDict from the structure and data that rank ``src`` sends with
     :meth:`init_remote`.
 
@@ -383,13 +420,15 @@ def from_remote_init(cls: type, src: int, group: Any = None,
         map_files: if the sender's TensorDict is memory-mapped and its folder exists on
             this machine (a shared scratch space), map the same files with
             ``TensorDict.load_memmap`` instead of receiving the data.
+        allow_pickle: accept non-tensor values the sender pickled (see :meth:`recv`).
 
     >>> td = TensorDict.from_remote_init(src=0)  # doctest: +SKIP
     """
     if use_broadcast:
         from tensordict.distributed._collectives import broadcast
 
-        return rewrap(cls, broadcast(None, src, group=group, device=device))
+        return rewrap(cls, broadcast(None, src, group=group, device=device,
+                                     allow_pickle=allow_pickle))
     with peer_errors("receiving a TensorDict structure", src):
         message = _recv_bytes(src, group, 0)
     description, _, folder = message.rpartition(b"\n")
@@ -400,7 +439,7 @@ def from_remote_init(cls: type, src: int, group: Any = None,
         td = TensorDict.load_memmap(folder.decode())
     else:
         td = structure.empty(structure.local_device(device))
-    recv(td, src, group=group)
+    recv(td, src, group=group, allow_pickle=allow_pickle)
     return rewrap(cls, td)
 
 

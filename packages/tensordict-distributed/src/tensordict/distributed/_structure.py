@@ -28,7 +28,14 @@ from typing import Any
 
 import torch
 
-from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, unravel_key_to_tuple
+from tensordict import (
+    LazyStackedTensorDict,
+    NonTensorData,
+    NonTensorStack,
+    TensorDict,
+    TensorDictBase,
+    unravel_key_to_tuple,
+)
 
 Path = tuple[str, ...]
 Leaf = tuple[Path, tuple[int, ...], str]
@@ -100,10 +107,40 @@ def non_tensor_leaves(td: TensorDictBase) -> list[tuple[Path, Any]]:
     return collect(td)[1]
 
 
+def leaf_payload(leaf: Any) -> list[Any]:
+    """What travels of a non-tensor leaf (``NonTensorData`` or ``NonTensorStack``):
+    ``[is a stack, batch size, the value or the nested list of values]``."""
+    if isinstance(leaf, NonTensorStack):
+        return [True, list(leaf.batch_size), _plain_lists(leaf.tolist(), leaf.batch_dims)]
+    return [False, list(leaf.batch_size), leaf.data]
+
+
+def _plain_lists(values: Any, depth: int) -> Any:
+    """The ``depth`` outer levels of a ``tolist()`` as plain lists (the values inside are
+    left as they are)."""
+    if depth == 0:
+        return values
+    return [_plain_lists(item, depth - 1) for item in values]
+
+
+def leaf_from_payload(payload: list[Any], device: Any = None) -> Any:
+    """The ``NonTensorData`` or ``NonTensorStack`` a :func:`leaf_payload` describes."""
+    is_stack, batch_size, value = payload
+    if is_stack:
+        return NonTensorStack.from_list(value, batch_size, device=device)
+    return NonTensorData(value, batch_size=batch_size, device=device)
+
+
+def path_names(items: list[tuple[Path, Any]]) -> list[str]:
+    """The key paths of ``(path, leaf)`` pairs as they appear in messages."""
+    return [_show(path) for path, _ in items]
+
+
 def set_non_tensor(td: TensorDictBase, old: list[tuple[Path, Any]], new: list[Any]) -> None:
-    """Replace the non-tensor leaves ``old`` (from :func:`non_tensor_leaves`) by ``new``
-    (NonTensorData/NonTensorStack objects), leaving equal ones untouched."""
-    for (path, before), after in zip(old, new):
+    """Replace the non-tensor leaves ``old`` (from :func:`non_tensor_leaves`) by those the
+    payloads ``new`` describe (see :func:`leaf_payload`), leaving equal ones untouched."""
+    for (path, before), payload in zip(old, new):
+        after = leaf_from_payload(payload, before.device)
         if type(before) is not type(after) or before.tolist() != after.tolist():
             td.set(path, after)
 

@@ -12,6 +12,9 @@ Example:
 
 from __future__ import annotations
 
+import base64
+import json
+import math
 import pickle
 import random
 from collections.abc import Callable, Iterator
@@ -44,6 +47,16 @@ def wire_device(group: Any = None) -> torch.device:
 def byte_view(tensor: torch.Tensor) -> torch.Tensor:
     """A flat ``uint8`` view of a contiguous tensor."""
     return tensor.reshape(-1).view(torch.uint8)
+
+
+def from_bytes(data: bytes, device: torch.device) -> torch.Tensor:
+    """``data`` as a ``uint8`` tensor on ``device``."""
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8).to(device)
+
+
+def to_bytes(tensor: torch.Tensor) -> bytes:
+    """The bytes of a ``uint8`` tensor (inverse of :func:`from_bytes`)."""
+    return tensor.cpu().numpy().tobytes()
 
 
 def outgoing(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -88,14 +101,111 @@ def tags(init_tag: int, count: int, pseudo_rand: bool) -> list[int]:
     return random.Random(init_tag).sample(range(init_tag, init_tag + (1 << 20)), count)
 
 
-def encode_objects(objects: Any) -> torch.Tensor:
-    """Pickle ``objects`` into a ``uint8`` tensor (for non-tensor data of a trusted group)."""
-    return torch.frombuffer(bytearray(pickle.dumps(objects)), dtype=torch.uint8)
+class PickledDataError(ValueError):
+    """A peer sent non-tensor data that only ``pickle`` can rebuild (which could run any
+    code of the peer's choosing here), and the receiving call did not pass
+    ``allow_pickle=True``."""
 
 
-def decode_objects(payload: torch.Tensor) -> Any:
-    """Inverse of :func:`encode_objects`."""
-    return pickle.loads(payload.cpu().numpy().tobytes())
+# Non-tensor values travel as JSON. A JSON object is always one of these tags, so plain
+# values never collide with them (dicts travel as "$m" too).
+_TUPLE, _MAP, _BYTES, _FLOAT, _PICKLE = "$t", "$m", "$b", "$f", "$p"
+
+
+def encode_objects(objects: list[Any]) -> tuple[bytes, bool]:
+    """``(payload, pickled)``: ``objects`` as JSON, with tags for what JSON lacks
+    (tuples, dicts with any keys, bytes, NaN and infinities); a value of any other type
+    is pickled inside its tag, and ``pickled`` tells whether any was.
+
+    >>> payload, pickled = encode_objects([("a", 1), {2: b"x"}, float("nan")])
+    >>> pickled, decode_objects(payload)
+    (False, [('a', 1), {2: b'x'}, nan])
+    """
+    pickled: list[bool] = []
+    encoded = [_encode(obj, pickled) for obj in objects]
+    return json.dumps(encoded, allow_nan=False, separators=(",", ":")).encode(), bool(pickled)
+
+
+def _encode(value: Any, pickled: list[bool]) -> Any:
+    kind = type(value)
+    if value is None or kind in (bool, int, str):
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else {_FLOAT: repr(value)}
+    if kind is list:
+        return [_encode(item, pickled) for item in value]
+    if kind is tuple:
+        return {_TUPLE: [_encode(item, pickled) for item in value]}
+    if kind is dict:
+        return {_MAP: [[_encode(k, pickled), _encode(v, pickled)] for k, v in value.items()]}
+    if kind is bytes:
+        return {_BYTES: base64.b64encode(value).decode()}
+    pickled.append(True)
+    name = f"{kind.__module__}.{kind.__qualname__}"
+    return {_PICKLE: [name, base64.b64encode(pickle.dumps(value)).decode()]}
+
+
+def decode_objects(payload: bytes, allow_pickle: bool = False,
+                   names: list[str] | None = None) -> list[Any]:
+    """Inverse of :func:`encode_objects`. A pickled value raises
+    :class:`PickledDataError` naming its entry (``names[i]`` for the i-th object)
+    unless ``allow_pickle`` is true.
+
+    >>> payload, _ = encode_objects([range(2)])
+    >>> try:
+    ...     decode_objects(payload, names=["'steps'"])
+    ... except PickledDataError as err:
+    ...     print(str(err).split(":")[0])
+    the non-tensor entries 'steps' (a builtins.range) were pickled by the sender
+    """
+    try:
+        items = json.loads(payload.decode())
+    except ValueError as err:  # not UTF-8, or not JSON (e.g. a raw pickle)
+        raise ValueError(f"malformed non-tensor data received (not JSON: {err})") from None
+    if not isinstance(items, list):
+        raise ValueError(f"malformed non-tensor data received: {items!r:.80}")
+    refused: list[str] = []
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(_decode(item, allow_pickle))
+        except _Refused as refusal:
+            refused.append(f"{names[i] if names else i} (a {refusal.args[0]})")
+    if refused:
+        raise PickledDataError(
+            f"the non-tensor entries {', '.join(refused)} were pickled by the sender: "
+            "unpickling data from another rank lets that rank run code here. Pass "
+            "allow_pickle=True to the receiving call only if you trust every sender, or "
+            "send JSON-like values (None, bool, int, float, str, bytes, list, tuple, dict)."
+        )
+    return out
+
+
+class _Refused(Exception):
+    """A pickled value met while pickles are not allowed (args: its type's name)."""
+
+
+def _decode(value: Any, allow_pickle: bool) -> Any:
+    if isinstance(value, list):
+        return [_decode(item, allow_pickle) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) != 1:
+        raise ValueError(f"malformed non-tensor data received: {value!r:.80}")
+    ((tag, body),) = value.items()
+    if tag == _TUPLE:
+        return tuple(_decode(item, allow_pickle) for item in body)
+    if tag == _MAP:
+        return {_decode(k, allow_pickle): _decode(v, allow_pickle) for k, v in body}
+    if tag == _BYTES:
+        return base64.b64decode(body)
+    if tag == _FLOAT:
+        return float(body)
+    if tag == _PICKLE:
+        if not allow_pickle:
+            raise _Refused(body[0])
+        return pickle.loads(base64.b64decode(body[1]))
+    raise ValueError(f"malformed non-tensor data received: unknown tag {tag!r}")
 
 
 @contextmanager

@@ -25,11 +25,14 @@ from tensordict import (  # noqa: F401 (make_tensordict, unravel_key_list: upstr
     TensorDict,
     TensorDictBase,
     is_tensor_collection,
+    is_tensorclass,
     make_tensordict,
     unravel_key,
     unravel_key_list,
 )
 from tensordict.base import NO_DEFAULT  # noqa: F401 (upstream name of this module)
+from tensordict.errors import MissingKeyError
+from tensordict.nn._rollback import record, restore
 from tensordict.nn.utils import _DISPATCH, _set_skip_existing_None
 
 __all__ = [
@@ -97,6 +100,44 @@ def _set_entry(td: Any, key: NestedKey, value: Any) -> None:
         td._set_str(key, value, inplace=False, validated=False)
     else:
         td.set(key, value)
+
+
+def _describe(value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    return type(value).__name__ if shape is None else f"{type(value).__name__}{list(shape)}"
+
+
+def _split_outputs(name: str, output: Any, out_keys: list[NestedKey]) -> tuple[Any, ...]:
+    """What a module returned, as one value per out key: a tuple (or list) as it is, a
+    TensorDict or dict read at the out keys it holds (written whole when it holds none),
+    ``None`` as no value, anything else as one value. Any other count than
+    ``len(out_keys)`` raises ``RuntimeError`` (``"_"`` counts: it discards an output)."""
+    if output is None:
+        values: tuple[Any, ...] = ()
+    elif isinstance(output, (tuple, list)):
+        values = tuple(output)
+    elif isinstance(output, (Mapping, TensorDictBase)) and not is_tensorclass(output):
+        found = [output.get(key, None) for key in out_keys]
+        absent = [key for key, value in zip(out_keys, found) if value is None]
+        if absent and len(absent) < len(out_keys):
+            raise RuntimeError(
+                f"There are more out_keys than tensors: the {type(output).__name__} "
+                f"returned by {name} has no entry {absent} (out_keys={out_keys}, its "
+                f"keys: {list(output.keys())})"
+            )
+        values = (output,) if absent else tuple(found)
+    else:
+        values = (output,)
+    if len(values) != len(out_keys):
+        shapes = ", ".join(_describe(value) for value in values)
+        more = "tensors than out_keys" if len(values) > len(out_keys) else \
+            "out_keys than tensors"
+        raise RuntimeError(
+            f"There are more {more}: {name} returned {len(values)} value(s) ({shapes}) "
+            f"for the {len(out_keys)} out_keys {out_keys}; give one out key per output "
+            "('_' discards one)."
+        )
+    return values
 
 
 def _outputs(td: Any, keys: list[NestedKey]) -> Any:
@@ -461,7 +502,15 @@ class TensorDictModule(TensorDictModuleBase):
     def _read(self, tensordict: TensorDictBase) -> list[Any]:
         get_kwargs = self._get_kwargs
         if self.strict:
-            return [tensordict.get(key, **get_kwargs) for key in self.in_keys]
+            values = [tensordict.get(key, None, **get_kwargs) for key in self.in_keys]
+            missing = [key for key, value in zip(self.in_keys, values) if value is None]
+            if missing:
+                raise MissingKeyError(
+                    f"the in_keys {missing} of {type(self.module).__name__} were not found "
+                    f"in the TensorDict (strict=True); its keys are "
+                    f"{list(tensordict.keys(True, True))}"
+                )
+            return values
         if get_kwargs:
             return [tensordict.get(key, None, **get_kwargs) for key in self.in_keys]
         get = tensordict.get
@@ -473,6 +522,7 @@ class TensorDictModule(TensorDictModuleBase):
         """Write ``tensors`` (one value, a sequence, or a TensorDict read at the keys) at
         ``out_keys`` (default: all the out keys) of ``tensordict_out`` (default: chosen
         by ``inplace``); returns it."""
+        fresh = tensordict_out is None and self.inplace is not True
         if tensordict_out is None:
             inplace = self.inplace
             if inplace is True:
@@ -487,18 +537,17 @@ class TensorDictModule(TensorDictModuleBase):
             if out_keys[0] != "_":
                 _set_entry(tensordict_out, out_keys[0], tensors)
             return tensordict_out
-        if isinstance(tensors, TensorDictBase):
-            tensors = tuple(tensors.get(key) for key in out_keys)
-        elif not isinstance(tensors, (tuple, list)):
-            tensors = (tensors,)
-        if len(tensors) < len(out_keys):
-            raise RuntimeError(
-                f"{type(self.module).__name__} returned {len(tensors)} value(s) for the "
-                f"{len(out_keys)} out_keys {out_keys}"
-            )
-        for key, value in zip(out_keys, tensors):
-            if key != "_":
-                _set_entry(tensordict_out, key, value)
+        values = _split_outputs(type(self.module).__name__, tensors, out_keys)
+        # a failed write changes nothing, so the last key never needs undoing
+        before = None if fresh or len(out_keys) < 2 else record(tensordict_out, out_keys[:-1])
+        try:
+            for key, value in zip(out_keys, values):
+                if key != "_":
+                    _set_entry(tensordict_out, key, value)
+        except Exception:
+            if before is not None:
+                restore(tensordict_out, before)
+            raise
         return tensordict_out
 
     def __getattr__(self, name: str) -> Any:

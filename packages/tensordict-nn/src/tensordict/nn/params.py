@@ -18,7 +18,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch import nn
 
-from tensordict import NestedKey, TensorDict, TensorDictBase
+from tensordict import NestedKey, TensorCollection, TensorDict, TensorDictBase
 from tensordict._base import NO_DEFAULT
 from tensordict._pointwise import PointwiseMixin
 from tensordict._torch_function import TorchFunctionMixin
@@ -104,7 +104,7 @@ def _forward_to_data(name: str) -> Callable[..., Any]:
     return method
 
 
-class TensorDictParams(PointwiseMixin, TorchFunctionMixin, TensorDictBase, nn.Module):
+class TensorDictParams(TensorDictBase, nn.Module):
     """A TensorDict whose leaves are registered as the parameters (floating tensors) and
     buffers (other tensors) of an ``nn.Module``: ``.parameters()``, optimizers,
     ``state_dict()`` and ``.to()`` see them, and values written stay Parameters.
@@ -245,6 +245,8 @@ class TensorDictParams(PointwiseMixin, TorchFunctionMixin, TensorDictBase, nn.Mo
         """A shallow copy (same Parameter objects)."""
         return self.clone(False)
 
+    __copy__ = copy
+
     def __deepcopy__(self, memo: dict[int, Any]) -> TensorDictParams:
         return self.clone()
 
@@ -350,6 +352,42 @@ class TensorDictParams(PointwiseMixin, TorchFunctionMixin, TensorDictBase, nn.Mo
 
     def __reduce__(self) -> Any:
         return (TensorDictParams, (self._param_td,), None)
+
+
+def _forward_property(name: str, settable: bool) -> property:
+    def read(self: TensorDictParams) -> Any:
+        return getattr(self._param_td, name)
+
+    def write(self: TensorDictParams, value: Any) -> None:
+        setattr(self._param_td, name, value)
+
+    return property(read, write if settable else None, doc=f"``TensorDict.{name}``.")
+
+
+def _forward_shared_methods(cls: type[TensorDictParams]) -> None:
+    """TensorDictBase's shared methods work on the primitives; a TensorDictParams runs its
+    TensorDict's instead (results that are the TensorDict become self), as ``__getattr__``
+    does for the rest, but keeps ``nn.Module``'s where both define one (``state_dict``,
+    ``type``...) and its own math (PointwiseMixin, TorchFunctionMixin)."""
+    mro = TensorDictBase.__mro__
+    shared = [k for k in mro[1:mro.index(TensorCollection)]
+              if k not in (PointwiseMixin, TorchFunctionMixin)]
+    for name in dir(cls):
+        owner = next(k for k in cls.__mro__ if name in vars(k))
+        if owner not in shared or name == "__init_subclass__":
+            continue
+        value = vars(owner)[name]
+        if name in vars(nn.Module):
+            setattr(cls, name, vars(nn.Module)[name])
+        elif isinstance(value, property):
+            setattr(cls, name, _forward_property(name, value.fset is not None))
+        elif isinstance(value, (classmethod, staticmethod)):
+            setattr(cls, name, getattr(TensorDict, name))
+        else:
+            setattr(cls, name, _forward_to_data(name))
+
+
+_forward_shared_methods(TensorDictParams)
 
 
 

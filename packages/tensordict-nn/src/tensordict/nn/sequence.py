@@ -21,6 +21,7 @@ from typing import Any
 from torch import nn
 
 from tensordict import LazyStackedTensorDict, NestedKey, TensorDict, TensorDictBase
+from tensordict.nn._rollback import record, restore
 from tensordict.nn.common import (
     TensorDictModule,
     _as_td_module,
@@ -132,7 +133,26 @@ class TensorDictSequential(TensorDictModule):
                      tensordict_out: TensorDictBase | None = None,
                      **kwargs: Any) -> TensorDictBase:
         inplace = self.inplace is None or self.inplace is True
-        td = tensordict if inplace and tensordict_out is None else tensordict.clone(False)
+        writes_input = inplace and tensordict_out is None
+        td = tensordict if writes_input else tensordict.clone(False)
+        before = record(tensordict, self.out_keys_source) if writes_input else None
+        try:
+            td = self._run_each(td, **kwargs)
+        except Exception:
+            if before is not None:
+                restore(tensordict, before)
+            raise
+        if writes_input:
+            return td
+        produced = td.select(*self.out_keys, strict=False)
+        if tensordict_out is not None:
+            return tensordict_out.update(produced)
+        if self.inplace == "empty":
+            return tensordict.empty().update(produced)
+        return TensorDict(produced, batch_size=tensordict.batch_size, device=tensordict.device)
+
+    def _run_each(self, td: TensorDictBase, **kwargs: Any) -> TensorDictBase:
+        """Run the modules one after the other; returns the last TensorDict written."""
         partial_tolerant = self.partial_tolerant
         for module in self._modules["module"]._modules.values():
             if partial_tolerant and any(td.get(key, None) is None for key in module.in_keys):
@@ -141,14 +161,7 @@ class TensorDictSequential(TensorDictModule):
             out = module(td, **kwargs)
             if out is not None:
                 td = out
-        if tensordict_out is None and inplace:
-            return td
-        produced = td.select(*self.out_keys, strict=False)
-        if tensordict_out is not None:
-            return tensordict_out.update(produced)
-        if self.inplace == "empty":
-            return tensordict.empty().update(produced)
-        return TensorDict(produced, batch_size=tensordict.batch_size, device=tensordict.device)
+        return td
 
     def select_subsequence(self, in_keys: list[NestedKey] | None = None,
                            out_keys: list[NestedKey] | None = None) -> TensorDictSequential:

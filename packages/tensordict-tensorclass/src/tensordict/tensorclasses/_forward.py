@@ -88,6 +88,39 @@ def unwrap(args: Any, originals: dict[int, Any]) -> Any:
     return tuple(out)
 
 
+def check_related(func: Callable[..., Any], types: Any, args: Any) -> None:
+    """Raise ``TypeError`` when a torch function gets instances of tensorclasses of which
+    none is a base or subclass of all the others (there is no class for the result).
+
+    >>> import torch
+    >>> from tensordict import TensorClass
+    >>> class A(TensorClass):
+    ...     x: torch.Tensor
+    >>> class B(TensorClass):
+    ...     x: torch.Tensor
+    >>> try:
+    ...     check_related(torch.stack, (A, B), ([A(x=torch.zeros(1), batch_size=[1]),
+    ...                                          B(x=torch.zeros(1), batch_size=[1])],))
+    ... except TypeError as err:
+    ...     print(str(err).split(":")[0])
+    Multiple dispatch failed for 'torch.stack'
+    """
+    kinds = [kind for kind in types if issubclass(kind, Wrapper)]
+    if len(kinds) < 2 or any(all(issubclass(kind, other) or issubclass(other, kind)
+                                 for other in kinds) for kind in kinds):
+        return
+    instances = [item for arg in args
+                 for item in (arg if arg.__class__ in (list, tuple) else (arg,))
+                 if isinstance(item, Wrapper)]
+    found = ", ".join(f"{type(item).__name__}(batch_size={list(item.batch_size)})"
+                      for item in instances)
+    raise TypeError(
+        f"Multiple dispatch failed for 'torch.{func.__name__}': it got instances of the "
+        f"unrelated tensorclasses {[kind.__name__ for kind in kinds]} ({found}). Convert "
+        "them to one class (or to TensorDicts with .to_tensordict()) first."
+    )
+
+
 def fits(cls: type, td: Any) -> bool:
     """Whether ``td`` holds only fields of the tensorclass ``cls``."""
     if td.__class__ is TensorDict:

@@ -32,6 +32,7 @@ from tensordict.tensorclasses import _fields
 from tensordict.tensorclasses._dtype import install_casts
 from tensordict.tensorclasses._forward import (
     Wrapper,
+    check_related,
     deliver,
     fits,
     install_forwarders,
@@ -440,6 +441,7 @@ class TensorClassBase(Wrapper):
     @classmethod
     def __torch_function__(cls, func: Callable[..., Any], types: Any, args: Any = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
+        check_related(func, types, args)
         originals: dict[int, Any] = {}
         args = unwrap(args, originals)
         kwargs = dict(zip(kwargs, unwrap(tuple(kwargs.values()), originals))) if kwargs else {}

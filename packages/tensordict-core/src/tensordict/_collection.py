@@ -1,0 +1,131 @@
+"""The bottom of core: what any core module may import.
+
+``TensorCollection`` (the common ancestor of TensorDicts, lazy stacks, non-tensor data
+and tensorclasses), the ``NO_DEFAULT`` marker, ``is_tensor_collection`` /
+``is_tensorclass``, and :data:`classes`, the registry of the core classes.
+
+The mixins are written below the classes they end up in (``TensorDictBase`` inherits
+them; ``TensorDict`` and ``LazyStackedTensorDict`` inherit ``TensorDictBase``), so they
+never import those classes' modules: when they need one (to build a result, to test a
+type) they read it from :data:`classes`, filled by :func:`register_class` when each
+class is defined.
+
+>>> from tensordict import TensorDict
+>>> classes.TensorDict is TensorDict
+True
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from tensordict import plugins
+
+if TYPE_CHECKING:
+    from tensordict._base import TensorDictBase
+    from tensordict._lazy import LazyStackedTensorDict
+    from tensordict._nontensor_stack import NonTensorStack
+    from tensordict._td import TensorDict
+
+C = TypeVar("C", bound=type)
+
+
+class _NoDefault(enum.Enum):
+    """Marker for "no default given" (``None`` is a valid default).
+
+    An enum member, so ``torch.compile`` treats it as a constant.
+    """
+
+    NO_DEFAULT = 0
+
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NO_DEFAULT: Any = _NoDefault.NO_DEFAULT
+
+
+class _CollectionMeta(abc.ABCMeta):
+    """Finds class-level plugin methods (``TensorDict.load_memmap``) on lookup."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        function = plugins.method(name)
+        if isinstance(function, classmethod):
+            return function.__get__(None, cls)
+        if function is not None:
+            return function
+        raise plugins.missing_method_error(cls.__name__, name)
+
+
+class TensorCollection(metaclass=_CollectionMeta):
+    """Common ancestor of TensorDicts, lazy stacks, non-tensor data and tensorclasses."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        # only called when regular lookup fails: plugin-provided methods live here
+        if name.startswith("_"):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+        function = plugins.method(name)
+        if function is None:
+            raise plugins.missing_method_error(type(self).__name__, name)
+        if isinstance(function, classmethod):
+            return function.__get__(None, type(self))
+        return function.__get__(self, type(self))
+
+
+def is_tensor_collection(obj: Any) -> bool:
+    """True for TensorDicts, lazy stacks, non-tensor data and tensorclasses (instances
+    or classes).
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> is_tensor_collection(TensorDict()), is_tensor_collection(torch.zeros(1))
+    (True, False)
+    """
+    cls = obj if isinstance(obj, type) else type(obj)
+    return issubclass(cls, TensorCollection) or getattr(cls, "_is_tensorclass", False)
+
+
+def is_tensorclass(obj: Any) -> bool:
+    """True for tensorclasses and their instances (the ``@tensorclass`` plugin marks them).
+
+    >>> is_tensorclass(TensorCollection), is_tensorclass(object())
+    (False, False)
+    """
+    cls = obj if isinstance(obj, type) else type(obj)
+    return bool(getattr(cls, "_is_tensorclass", False))
+
+
+class _Classes:
+    """The core classes by name, each set by :func:`register_class` where it is defined."""
+
+    __slots__ = ("TensorDictBase", "TensorDict", "LazyStackedTensorDict", "NonTensorStack")
+
+    TensorDictBase: type[TensorDictBase]
+    TensorDict: type[TensorDict]
+    LazyStackedTensorDict: type[LazyStackedTensorDict]
+    NonTensorStack: type[NonTensorStack]
+
+
+#: ``classes.TensorDict``, ``classes.LazyStackedTensorDict``... for the modules below them.
+classes = _Classes()
+
+
+def register_class(cls: C) -> C:
+    """Class decorator: publish a core class as ``classes.<its name>`` (one of the
+    names above, each registered once, by the module defining the class).
+
+    >>> from tensordict import LazyStackedTensorDict
+    >>> register_class(LazyStackedTensorDict) is classes.LazyStackedTensorDict
+    True
+    """
+    setattr(classes, cls.__name__, cls)
+    return cls

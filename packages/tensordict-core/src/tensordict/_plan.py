@@ -1,0 +1,122 @@
+"""Writes to several entries that happen all or not at all.
+
+A write touching many entries (``update_``, ``td[idx] = value``, ``update_at_``,
+``apply_``) first builds a :class:`WritePlan`. Each step is checked when it is added
+(shape, dtype where the copy needs it, whether the target can be written in place), and
+:meth:`WritePlan.run` performs the steps only once every one of them is known to fit. A
+bad input thus raises with the collection unchanged.
+
+Example:
+    >>> import torch
+    >>> a, b = torch.zeros(2), torch.zeros(3)
+    >>> plan = WritePlan()
+    >>> plan.copy(a, torch.ones(2), "a")
+    >>> plan.copy(b, torch.ones(4), "b")
+    Traceback (most recent call last):
+    ...
+    RuntimeError: cannot write a value of shape [4] into the entry 'b' of shape [3]
+    >>> a  # nothing was written
+    tensor([0., 0.])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+_Tensor = torch.Tensor
+_WHOLE: Any = object()  # no index: the whole target is written
+
+
+def broadcasts_to(shape: Sequence[int], target: Sequence[int]) -> bool:
+    """Whether a value of ``shape`` broadcasts to ``target`` (without adding dims).
+
+    >>> broadcasts_to((1, 3), (2, 3)), broadcasts_to((4,), (2, 3))
+    (True, False)
+    """
+    if len(shape) > len(target):
+        return False
+    return all(s == 1 or s == t for s, t in zip(reversed(shape), reversed(target)))
+
+
+def check_write(target: _Tensor, source: Any, key: Any, shape: Sequence[int] | None = None,
+                *, advanced: bool = False) -> None:
+    """Raise, naming ``key``, if ``source`` cannot be written into ``target`` in place.
+
+    Args:
+        target: the tensor written to.
+        source: a tensor, a Python number, or None (only ``target`` is checked).
+        key: the entry, for the message.
+        shape: the shape of the part of ``target`` written (``target.shape`` by default).
+        advanced: the write goes through a tensor index (``index_put``), which needs the
+            dtypes to be equal.
+    """
+    if target.is_nested:
+        return  # torch checks nested tensors as a whole, before writing
+    if isinstance(source, _Tensor):
+        if source.is_nested:
+            return
+        shape = target.shape if shape is None else shape
+        if source.shape != shape and not broadcasts_to(source.shape, shape):
+            raise RuntimeError(f"cannot write a value of shape {list(source.shape)} into the "
+                               f"entry {key!r} of shape {list(shape)}")
+        if advanced and source.dtype != target.dtype:
+            raise RuntimeError(f"cannot write a value of dtype {source.dtype} into the entry "
+                               f"{key!r} of dtype {target.dtype} at a tensor index: cast it "
+                               "first")
+    elif isinstance(source, complex) and not target.is_complex():
+        raise TypeError(f"cannot write the complex number {source!r} into the entry {key!r} "
+                        f"of dtype {target.dtype}")
+    if target.requires_grad and target.is_leaf and torch.is_grad_enabled():
+        raise RuntimeError(f"cannot write in place into the entry {key!r}: it is a leaf that "
+                           "requires grad (write under torch.no_grad())")
+    if not target.is_contiguous() and any(  # only a non-contiguous tensor can overlap
+            stride == 0 and size > 1 for stride, size in zip(target.stride(), target.shape)):
+        raise RuntimeError(f"cannot write in place into the entry {key!r} of shape "
+                           f"{list(target.shape)}: its elements share memory (an expanded "
+                           "tensor); clone it first")
+
+
+class WritePlan:
+    """Checked writes, performed together by :meth:`run`: whole copies, then indexed
+    copies, then the other steps (independent of each other: a step never writes into
+    what another one replaces)."""
+
+    __slots__ = ("_copies", "_indexed", "_calls")
+
+    def __init__(self) -> None:
+        self._copies: list[tuple[_Tensor, _Tensor, bool]] = []
+        self._indexed: list[tuple[_Tensor, Any, Any]] = []
+        self._calls: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
+
+    def copy(self, target: _Tensor, source: Any, key: Any, *, index: Any = _WHOLE,
+             shape: Sequence[int] | None = None, advanced: bool = False,
+             non_blocking: bool = False) -> None:
+        """Check, then plan ``target[index] = source`` (``target.copy_(source)`` without
+        ``index``; ``shape`` is the shape of ``target[index]``)."""
+        check_write(target, source, key, shape, advanced=advanced)
+        if index is not _WHOLE:
+            self._indexed.append((target, index, source))
+        elif target is not source:
+            self._copies.append((target, source, non_blocking))
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Plan ``fn(*args)``, a write already checked by the caller."""
+        self._calls.append((fn, args))
+
+    def extend(self, other: WritePlan) -> None:
+        """Add the steps of another plan."""
+        self._copies += other._copies
+        self._indexed += other._indexed
+        self._calls += other._calls
+
+    def run(self) -> None:
+        """Perform every step."""
+        for target, source, non_blocking in self._copies:
+            target.copy_(source, non_blocking=non_blocking)
+        for target, index, source in self._indexed:
+            target[index] = source
+        for fn, args in self._calls:
+            fn(*args)
