@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from tensordict import LazyStackedTensorDict, TensorDict, tensorclass
+from tensordict import LazyStackedTensorDict, TensorDict
 from tensordict.nn import (
     NormalParamExtractor,
     ProbabilisticTensorDictModule,
@@ -122,6 +122,8 @@ def test_dict_output_is_read_like_a_tensordict():
 
 
 def test_tensorclass_output_is_one_value():
+    tensorclass = pytest.importorskip("tensordict.tensorclasses").tensorclass
+
     @tensorclass
     class Pair:
         a: torch.Tensor
