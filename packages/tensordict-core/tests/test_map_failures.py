@@ -9,11 +9,11 @@ measured from the moment of the failure, not from the start of the call.
 
 from __future__ import annotations
 
-import faulthandler
 import functools
 import multiprocessing
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -21,6 +21,9 @@ import pytest
 import torch
 
 from tensordict import TensorDict
+
+sys.path.insert(0, str(Path(__file__).parent))  # spawned workers import the helpers by name
+from map_failure_workers import fail_on_last, sleep_forever  # noqa: E402
 
 METHODS = ["fork", "spawn"]
 WORKERS = {"fork": 2, "spawn": 1}  # one spawned worker: its import of torch is what is slow
@@ -33,11 +36,6 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"),
 def no_leftover_workers():
     yield
     assert multiprocessing.active_children() == []
-
-
-def _record(folder: str, name: str) -> None:
-    with open(os.path.join(folder, name), "a") as f:
-        f.write(f"{os.getpid()} {time.time()}\n")
 
 
 def _records(folder: Path, name: str) -> list[tuple[int, float]]:
@@ -69,32 +67,6 @@ def _assert_workers_gone(folder: Path, seconds: float = 3.0) -> None:
     assert pids, "no worker recorded itself"
     assert _wait_for(lambda: not any(_alive(pid) for pid in pids), seconds), \
         f"workers left behind: {[pid for pid in pids if _alive(pid)]}"
-
-
-def fail_on_last(folder: str, how: str, td: TensorDict) -> TensorDict:
-    """Double the chunk; on element 5 fail as ``how`` says ("exit", "segv", "hang"),
-    after waiting until elements 0-4 are in the memmap ``folder/out`` if there is one."""
-    _record(folder, "seen")
-    if not (td["a"] == 5).any():
-        return td * 2
-    if os.path.exists(os.path.join(folder, "out")):
-        out, deadline = TensorDict.load_memmap(os.path.join(folder, "out")), time.time() + 20
-        while not torch.equal(out["a"][:5], torch.arange(5.0) * 2) and time.time() < deadline:
-            time.sleep(0.01)
-    _record(folder, "failing")
-    if how == "exit":
-        os._exit(3)
-    if how == "segv":
-        faulthandler.disable()  # no dump of the crash on the test's stderr
-        os.kill(os.getpid(), signal.SIGSEGV)
-    if how == "hang":
-        time.sleep(60)
-    return td * 2
-
-
-def sleep_forever(folder: str, td: TensorDict) -> None:
-    _record(folder, "seen")
-    time.sleep(60)
 
 
 def data(n: int = 6) -> TensorDict:
