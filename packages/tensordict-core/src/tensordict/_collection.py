@@ -91,7 +91,44 @@ def is_tensor_collection(obj: Any) -> bool:
     (True, False)
     """
     cls = obj if isinstance(obj, type) else type(obj)
-    return issubclass(cls, TensorCollection) or getattr(cls, "_is_tensorclass", False)
+    try:
+        return _COLLECTION_TYPES[cls]
+    except KeyError:
+        pass
+    answer = issubclass(cls, TensorCollection) or bool(getattr(cls, "_is_tensorclass", False))
+    if len(_COLLECTION_TYPES) > 4096:  # classes made on the fly: keep the cache bounded
+        _COLLECTION_TYPES.clear()
+    _COLLECTION_TYPES[cls] = answer
+    return answer
+
+
+#: type -> whether it is a tensor collection (types never change their answer)
+_COLLECTION_TYPES: dict[type, bool] = {}
+
+
+def is_sub_tensordict(value: Any) -> bool:
+    """True for a TensorDict-like value that holds entries (a TensorDict, a lazy stack...),
+    False for tensors, non-tensor data, tensorclasses and anything else.
+
+    >>> import torch
+    >>> from tensordict import NonTensorData, TensorDict
+    >>> is_sub_tensordict(TensorDict()), is_sub_tensordict(NonTensorData("a"))
+    (True, False)
+    """
+    cls = value.__class__
+    try:
+        return _NODE_TYPES[cls]
+    except KeyError:
+        pass
+    answer = issubclass(cls, classes.TensorDictBase) and not getattr(cls, "_is_non_tensor", False)
+    if len(_NODE_TYPES) > 4096:
+        _NODE_TYPES.clear()
+    _NODE_TYPES[cls] = answer
+    return answer
+
+
+#: type -> whether its instances are sub-TensorDicts
+_NODE_TYPES: dict[type, bool] = {}
 
 
 def is_tensorclass(obj: Any) -> bool:

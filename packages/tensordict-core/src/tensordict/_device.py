@@ -73,7 +73,8 @@ class DeviceMixin:
         if dtype is None and device is None:
             out = self
         else:
-            to_kwargs: dict[str, Any] = {"non_blocking": non_blocking}
+            # non_blocking only when set: each keyword costs torch's argument parser time
+            to_kwargs: dict[str, Any] = {"non_blocking": True} if non_blocking else {}
             if device is not None:
                 to_kwargs["device"] = device = as_device(device)
             if dtype is not None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict import errors
-from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, classes, is_sub_tensordict, is_tensor_collection
 from tensordict._keys import (
     TensorDictItemsView,
     TensorDictKeysView,
@@ -35,7 +35,7 @@ from tensordict._nested_key import NestedKey, key_to_path, unravel_key
 from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 from tensordict._options import get_defaults_to_none
 from tensordict._plan import WritePlan, check_write
-from tensordict._restructure import RestructureMixin, _is_node
+from tensordict._restructure import RestructureMixin
 from tensordict._setitem import plan_leaf_at_index
 
 if TYPE_CHECKING:
@@ -341,7 +341,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
             parent = self if len(path) == 1 else self._planned_parent(path)
             if value.__class__ is not torch.Tensor and _is_mapping_like(value):
                 target = parent._get_str(path[-1], None)
-                if _is_node(target):
+                if is_sub_tensordict(target):
                     writes += self._plan_update(value, path, allowed, clone, inplace)
                     continue
             if allowed is not None and not any(path[: len(a)] == a for a in allowed):
@@ -409,10 +409,10 @@ class DictMixin(RestructureMixin, MetadataMixin):
         present = self._get_str(key)
         if isinstance(present, torch.Tensor) and isinstance(value, torch.Tensor):
             plan.copy(present, value, path, non_blocking=non_blocking)
-        elif _is_node(present) and _is_node(value):
+        elif is_sub_tensordict(present) and is_sub_tensordict(value):
             plan.extend(present._plan_update_(value, None, False, non_blocking))
         elif isinstance(present, torch.Tensor) or isinstance(value, torch.Tensor) or \
-                _is_node(present) or _is_node(value):
+                is_sub_tensordict(present) or is_sub_tensordict(value):
             raise RuntimeError(f"cannot write a {type(value).__name__} into the entry {path!r}, "
                                f"a {type(present).__name__}")
         else:  # non-tensor data: its content is replaced in place
@@ -521,7 +521,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
 
 def _is_mapping_like(value: Any) -> bool:
     """A mapping or a (non-tensor-data) TensorDict: merged into sub-TensorDicts by update."""
-    return isinstance(value, Mapping) or _is_node(value)
+    return isinstance(value, Mapping) or is_sub_tensordict(value)
 
 
 def _flat_items(source: Any) -> Iterable[tuple[NestedKey, Any]]:

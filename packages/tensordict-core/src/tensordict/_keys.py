@@ -63,6 +63,8 @@ class _NestedTensorsAsLists:
 
 
 _NESTED_TENSORS_AS_LISTS = _NestedTensorsAsLists()
+#: the predicates under which a TensorDict is never a leaf
+_STOCK_PREDICATES = (default_is_leaf, is_leaf_nontensor, _NESTED_TENSORS_AS_LISTS)
 
 
 def _items_as_lists(td: Any, prefix: tuple[str, ...], include_nested: bool,
@@ -96,6 +98,67 @@ def _has_entries(value: Any) -> bool:
     return not getattr(value, "_is_non_tensor", False)
 
 
+def collect_entries(td: Any, prefix: tuple[str, ...], include_nested: bool,
+                    leaves_only: bool, is_leaf: Callable[[type], bool], with_values: bool,
+                    out: list[Any]) -> list[Any]:
+    """The one key traversal: append to ``out`` the keys of ``td`` (``(key, value)``
+    pairs with ``with_values``), sub-TensorDicts after their entries, and return it.
+
+    A TensorDict's stored dict is read directly; a lazy stack shows one part's values to
+    classify its keys, so nothing is stacked for keys alone.
+
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.zeros(()), "n": {"b": torch.zeros(())}})
+    >>> collect_entries(td, (), True, True, default_is_leaf, False, [])
+    ['a', ('n', 'b')]
+    """
+    entries = getattr(td, "_tensordict", None)
+    dense = entries.__class__ is dict
+    pairs = entries.items() if dense else [(key, td._peek_str(key)) for key in td._keys_str()]
+    # a sub-TensorDict of the same class is a node with entries under the stock predicates
+    same_class_is_node = dense and is_leaf in _STOCK_PREDICATES
+    td_class = td.__class__
+    for key, value in pairs:
+        name = prefix + (key,) if prefix else key
+        cls = value.__class__
+        if cls is _Tensor or (cls is not td_class or not same_class_is_node) and (
+                isinstance(value, _Tensor) or is_leaf(cls)):
+            if with_values:
+                out.append((name, value if dense else td._get_str(key)))
+            else:
+                out.append(name)
+            continue
+        node = value if dense or not (with_values or include_nested) else td._get_str(key)
+        if include_nested and (cls is td_class or _has_entries(value)):
+            collect_entries(node, prefix + (key,), include_nested, leaves_only, is_leaf,
+                            with_values, out)
+        if not leaves_only:
+            out.append((name, node) if with_values else name)
+    return out
+
+
+def _count_entries(td: Any, include_nested: bool, leaves_only: bool,
+                   is_leaf: Callable[[type], bool]) -> int:
+    """How many keys :func:`collect_entries` lists (``list(view)`` asks ``len`` first)."""
+    entries = getattr(td, "_tensordict", None)
+    if entries.__class__ is not dict:  # a lazy stack: count what the traversal lists
+        return len(collect_entries(td, (), include_nested, leaves_only, is_leaf, False, []))
+    same_class_is_node = is_leaf in _STOCK_PREDICATES
+    td_class = td.__class__
+    count = 0
+    for value in entries.values():
+        cls = value.__class__
+        if cls is _Tensor or (cls is not td_class or not same_class_is_node) and (
+                isinstance(value, _Tensor) or is_leaf(cls)):
+            count += 1
+            continue
+        if include_nested and (cls is td_class or _has_entries(value)):
+            count += _count_entries(value, include_nested, leaves_only, is_leaf)
+        if not leaves_only:
+            count += 1
+    return count
+
+
 class TensorDictKeysView:
     """A live view over the keys of a TensorDict (and, optionally, its sub-TensorDicts)."""
 
@@ -116,33 +179,28 @@ class TensorDictKeysView:
         self.sort = sort
 
     def __iter__(self) -> Iterator[NestedKey]:
-        keys = self._iter(self._td, ())
+        if not (self.include_nested or self.leaves_only or self.sort):
+            return self._td._keys_str()
+        keys = self._collect(False)
         if self.sort:
-            return iter(sorted(keys, key=lambda k: k if isinstance(k, str) else ".".join(k)))
-        return keys
+            keys.sort(key=_sort_key)
+        return iter(keys)
 
-    def _iter(self, td: TensorDictBase, prefix: tuple[str, ...]) -> Iterator[NestedKey]:
-        if not self.include_nested and not self.leaves_only:
-            yield from td._keys_str()
-            return
-        entries = getattr(td, "_tensordict", None)
-        if entries.__class__ is dict:  # a TensorDict: read its entries directly
-            pairs = list(entries.items())
-        else:  # a lazy stack shows one part's values: nothing is stacked
-            pairs = [(key, td._peek_str(key)) for key in td._keys_str()]
-        for key, value in pairs:
-            if value.__class__ is _Tensor or not _is_node(value, self.is_leaf):
-                yield prefix + (key,) if prefix else key
-                continue
-            if self.include_nested and _has_entries(value):
-                yield from self._iter(td._get_str(key), prefix + (key,))
-            if not self.leaves_only:
-                yield prefix + (key,) if prefix else key
+    def _collect(self, with_values: bool) -> list[Any]:
+        return collect_entries(self._td, (), self.include_nested, self.leaves_only,
+                               self.is_leaf, with_values, [])
 
     def __len__(self) -> int:
-        return sum(1 for _ in self)
+        if not (self.include_nested or self.leaves_only):
+            entries = getattr(self._td, "_tensordict", None)
+            if entries.__class__ is dict:
+                return len(entries)
+            return sum(1 for _ in self._td._keys_str())
+        return _count_entries(self._td, self.include_nested, self.leaves_only, self.is_leaf)
 
     def __contains__(self, key: object) -> bool:
+        if key.__class__ is str:
+            return self._td._peek_str(key, None) is not None
         try:
             path = key_to_path(key)  # type: ignore[arg-type]
         except (TypeError, KeyError):
@@ -173,13 +231,17 @@ class TensorDictValuesView:
     def __init__(self, keys: TensorDictKeysView) -> None:
         self._keys = keys
 
-    def __iter__(self) -> Iterator[Any]:
+    def _pairs(self) -> list[tuple[NestedKey, Any]]:
         keys = self._keys
         if keys.is_leaf is _NESTED_TENSORS_AS_LISTS:
-            pairs = _items_as_lists(keys._td, (), keys.include_nested, keys.leaves_only)
-            return (value for _, value in pairs)
-        td = keys._td
-        return (td._get_path(key, None) for key in keys)
+            return list(_items_as_lists(keys._td, (), keys.include_nested, keys.leaves_only))
+        pairs = keys._collect(True)
+        if keys.sort:
+            pairs.sort(key=lambda pair: _sort_key(pair[0]))
+        return pairs
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter([value for _, value in self._pairs()])
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -194,8 +256,8 @@ class TensorDictItemsView(TensorDictValuesView):
     __slots__ = ()
 
     def __iter__(self) -> Iterator[tuple[NestedKey, Any]]:
-        keys = self._keys
-        if keys.is_leaf is _NESTED_TENSORS_AS_LISTS:
-            return _items_as_lists(keys._td, (), keys.include_nested, keys.leaves_only)
-        td = keys._td
-        return ((key, td._get_path(key, None)) for key in keys)
+        return iter(self._pairs())
+
+
+def _sort_key(key: NestedKey) -> str:
+    return key if key.__class__ is str else ".".join(key)

@@ -131,7 +131,7 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
         self._batch_size = batch_size
         self._device: Any = _UNKNOWN  # found on first use (see the device property)
         self._is_locked = False
-        self._exit_stack: list[Any] = []
+        self._exit_stack: list[Any] | None = None
 
     @classmethod
     def _new_unsafe(cls, parts: list[Any], stack_dim: int,

@@ -113,8 +113,11 @@ class LazyDictMixin:
             return key in self.keys(include_nested=True)
         return super().__contains__(key)
 
-    def _filtered(self, rule: Any, prefix: tuple[str, ...] = ()) -> Any:
-        return self._each("_filtered", rule, prefix)
+    def _selected(self, tree: dict[str, Any], strict: bool, prefix: tuple[str, ...]) -> Any:
+        return self._each("_selected", tree, strict, prefix)
+
+    def _excluded(self, tree: dict[str, Any]) -> Any:
+        return self._each("_excluded", tree)
 
     def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> Any:
         """A lazy stack of the parts with only ``keys``.

@@ -18,8 +18,7 @@ from typing import Any
 import torch
 
 from tensordict import errors
-from tensordict._collection import classes, is_tensor_collection
-from tensordict._restructure import _is_node
+from tensordict._collection import classes, is_sub_tensordict, is_tensor_collection
 
 #: The lock state of a collection locked because a collection holding it is (truthy):
 #: it unlocks with that holder, not on its own.
@@ -75,9 +74,12 @@ class MetadataMixin:
         return self
 
     def _push_exit(self, action: Callable[[], Any] | None) -> None:
-        stack = getattr(self, "_exit_stack", None)
-        if stack is None:
+        try:
+            stack = self._exit_stack
+        except AttributeError:  # a class that is no context manager
             return
+        if stack is None:  # made on first use: most TensorDicts never enter a context
+            stack = self._exit_stack = []
         stack.append(action)
         del stack[:-8]  # only the latest calls can still be exited
 
@@ -99,7 +101,7 @@ class MetadataMixin:
         (sub-TensorDicts first)."""
         for key in self._keys_str():
             value = self._get_str(key)
-            if _is_node(value):
+            if is_sub_tensordict(value):
                 value.auto_batch_size_()
         shapes = [
             (v.batch_size if is_tensor_collection(v) else v.shape)

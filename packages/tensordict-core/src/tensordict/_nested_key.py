@@ -98,6 +98,14 @@ def unravel_key(key: NestedKey) -> NestedKey:
     >>> unravel_key((("a",), "b")), unravel_key(("a", ()))
     (('a', 'b'), ())
     """
+    if key.__class__ is str:
+        return key
+    if key.__class__ is tuple:
+        for part in key:  # a flat tuple of strings (the common case) is returned as is
+            if part.__class__ is not str:
+                break
+        else:
+            return key[0] if len(key) == 1 else key
     if isinstance(key, str):
         return key
     if not isinstance(key, tuple):

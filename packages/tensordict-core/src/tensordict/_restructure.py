@@ -12,14 +12,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import torch
 
 from tensordict import errors
-from tensordict._collection import NO_DEFAULT, classes
-from tensordict._keys import is_leaf_nontensor
+from tensordict._collection import NO_DEFAULT, classes, is_sub_tensordict
+from tensordict._keys import collect_entries, is_leaf_nontensor
 from tensordict._nested_key import NestedKey, key_to_path, unravel_key
 from tensordict._nontensor import unwrap_non_tensor
 from tensordict._shapes import as_size
@@ -51,52 +51,67 @@ class RestructureMixin:
         >>> td.select(("n", "b"), "a")
         TensorDict(batch_size=[], fields={a: f32[1], n: {b: f32[1]}})
         """
-        out = self._empty_like_self()
-        for key in keys:
-            path = (key,) if key.__class__ is str else key_to_path(key)
-            value = self._get_path(path, NO_DEFAULT if strict else None)
-            if value is None:
-                continue
-            node, source = out, self
-            for part in path[:-1]:  # fresh levels, so the selection never edits self
-                source = source._get_str(part)
-                child = node._get_str(part, None)
-                if child is None or child is source:
-                    child = source._empty_like_self()
-                    node._set_str(part, child, inplace=False, validated=True)
-                node = child
-            node._set_str(path[-1], value, inplace=False, validated=True)
+        out = self._selected(_key_tree(keys, narrow=True), strict, ())
         return self._replace_contents(out) if inplace else out
 
-    def exclude(self, *keys: NestedKey, inplace: bool = False) -> Any:
-        """A TensorDict without ``keys``."""
-        paths = [key_to_path(k) for k in keys]
-
-        def rule(path: tuple[str, ...], value: Any) -> str:
-            if any(path[: len(p)] == p for p in paths):
-                return "drop"
-            return "descend" if any(p[: len(path)] == path for p in paths) else "keep"
-
-        result = self._filtered(rule)
-        return self._replace_contents(result) if inplace else result
-
-    def _filtered(self, rule: Callable[[tuple[str, ...], Any], str],
-                  prefix: tuple[str, ...] = ()) -> Any:
-        """A shallow copy; ``rule(path, value)`` says "keep", "descend" or "drop"."""
-        out = self._empty_like_self()
-        for key in self._keys_str():
-            path = prefix + (key,)
-            value = self._get_str(key)
-            verdict = rule(path, value)
-            if verdict == "descend" and _is_node(value):
-                value = value._filtered(rule, path)
-            elif verdict != "keep":
+    def _selected(self, tree: dict[str, Any], strict: bool, prefix: tuple[str, ...]) -> Any:
+        """A new TensorDict of the entries ``tree`` names (see :func:`_key_tree`)."""
+        entries = self._entry_dict()
+        out: dict[str, Any] = {}
+        for key, below in tree.items():
+            value = entries.get(key)
+            if value is None:
+                if strict:
+                    raise errors.missing_key(prefix + (key,) if prefix else key,
+                                             list(entries), prefix)
                 continue
-            out._set_str(key, value, inplace=False, validated=True)
-        return out
+            if below is None:
+                out[key] = value
+            elif is_sub_tensordict(value):
+                sub = value._selected(below, strict, prefix + (key,))
+                if strict or not sub.is_empty():
+                    out[key] = sub
+            elif strict:
+                raise errors.KeyThroughLeafError(
+                    f"{key!r} is a {type(value).__name__}, not a TensorDict, so it has no "
+                    f"entry {next(iter(below))!r} (selecting under {prefix + (key,)!r}).")
+        return self._new_like_self(out)
 
-    def _empty_like_self(self) -> Any:
-        return classes.TensorDict._new_unsafe({}, self.batch_size, self.device,
+    def exclude(self, *keys: NestedKey, inplace: bool = False) -> Any:
+        """A TensorDict without ``keys`` (a missing key is ignored).
+
+        >>> td = TensorDict({"a": torch.zeros(1), "n": {"b": torch.ones(1), "c": 0}})
+        >>> td.exclude("a", ("n", "b"))
+        TensorDict(batch_size=[], fields={n: {c: i64[]}})
+        """
+        out = self._excluded(_key_tree(keys))
+        return self._replace_contents(out) if inplace else out
+
+    def _excluded(self, tree: dict[str, Any]) -> Any:
+        """A new TensorDict without the entries ``tree`` names (see :func:`_key_tree`)."""
+        out = dict(self._entry_dict())
+        for key, below in tree.items():
+            value = out.get(key)
+            if value is None:
+                continue
+            if below is None:
+                del out[key]
+            elif is_sub_tensordict(value):
+                out[key] = value._excluded(below)
+        return self._new_like_self(out)
+
+    def _entry_dict(self) -> dict[str, Any]:
+        """The top-level entries as a dict: a TensorDict's own (never to be mutated), a
+        new one for the other collections."""
+        entries = getattr(self, "_tensordict", None)
+        if entries.__class__ is dict:
+            return entries
+        return {key: self._get_str(key) for key in self._keys_str()}
+
+    def _new_like_self(self, entries: dict[str, Any]) -> Any:
+        """A TensorDict of ``entries`` (already valid here) with this batch size, device
+        and names."""
+        return classes.TensorDict._new_unsafe(entries, self.batch_size, self.device,
                                               getattr(self, "_names", None))
 
     def _replace_contents(self, other: Any) -> Any:
@@ -159,30 +174,34 @@ class RestructureMixin:
 
     def flatten_keys(self, separator: str = KEY_SEPARATOR, inplace: bool = False,
                      is_leaf: Any = None) -> Any:
-        """Nested entries as top-level keys joined with ``separator``."""
-        out = self._empty_like_self()
-        for key, value in self.items(True, True, is_leaf=is_leaf or is_leaf_nontensor):
-            name = separator.join(key) if isinstance(key, tuple) else key
-            if name in out._keys_str():
-                raise KeyError(f"flatten_keys: key {name!r} would appear twice")
-            out._set_str(name, value, inplace=False, validated=True)
-        return self._replace_contents(out) if inplace else out
+        """Nested entries as top-level keys joined with ``separator``.
+
+        >>> TensorDict({"a": {"b": torch.zeros(())}}).flatten_keys("/")
+        TensorDict(batch_size=[], fields={a/b: f32[]})
+        """
+        pairs = collect_entries(self, (), True, True, is_leaf or is_leaf_nontensor, True, [])
+        out = {(key if key.__class__ is str else separator.join(key)): value
+               for key, value in pairs}
+        if len(out) < len(pairs):
+            names = [key if key.__class__ is str else separator.join(key) for key, _ in pairs]
+            twice = next(name for name in names if names.count(name) > 1)
+            raise KeyError(f"flatten_keys: key {twice!r} would appear twice")
+        result = self._new_like_self(out)
+        return self._replace_contents(result) if inplace else result
 
     def unflatten_keys(self, separator: str = KEY_SEPARATOR, inplace: bool = False) -> Any:
-        """Keys containing ``separator`` split into nested entries."""
-        out = self._empty_like_self()
-        for key in self._keys_str():
-            value = self._get_str(key)
-            if _is_node(value):
+        """Keys containing ``separator`` split into nested entries (sub-TensorDicts that
+        meet are merged).
+
+        >>> TensorDict({"a.b": torch.zeros(()), "a.c": torch.ones(())}).unflatten_keys()
+        TensorDict(batch_size=[], fields={a: {b: f32[], c: f32[]}})
+        """
+        tree = _UnflattenTree()
+        for key, value in self._entry_dict().items():
+            if value.__class__ is not torch.Tensor and is_sub_tensordict(value):
                 value = value.unflatten_keys(separator)
-            path = tuple(key.split(separator)) if separator in key else (key,)
-            parent = out._parent_of(path, create=True)
-            existing = parent._get_str(path[-1], None)
-            base = classes.TensorDictBase
-            if isinstance(existing, base) and isinstance(value, base):
-                existing.update(value)
-            else:
-                parent._set_str(path[-1], value, inplace=False, validated=True)
+            tree.place(tree.root, key.split(separator), value, key)
+        out = tree.build(tree.root, self)
         return self._replace_contents(out) if inplace else out
 
     def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT,
@@ -195,7 +214,7 @@ class RestructureMixin:
         if recurse:
             for key in self._keys_str():
                 value = self._get_str(key)
-                if _is_node(value):
+                if is_sub_tensordict(value):
                     out._set_str(key, value.empty(recurse=True), inplace=False, validated=True)
                 elif getattr(value, "_is_non_tensor", False):
                     out._set_str(key, value, inplace=False, validated=True)
@@ -203,15 +222,14 @@ class RestructureMixin:
 
     def filter_non_tensor_data(self) -> Any:
         """A copy without non-tensor entries."""
-        return self._filtered(
-            lambda path, value: "descend" if _is_node(value) else
-            ("drop" if getattr(value, "_is_non_tensor", False) else "keep"))
+        return self.exclude(*(key for key, value in self.items(True, is_leaf=is_leaf_nontensor)
+                              if getattr(value, "_is_non_tensor", False)))
 
     def filter_empty_(self) -> Any:
         """Drop sub-TensorDicts that hold no leaves; returns self."""
         for key in list(self._keys_str()):
             value = self._get_str(key)
-            if _is_node(value):
+            if is_sub_tensordict(value):
                 if value.filter_empty_().is_empty():
                     self._del_str(key)
         return self
@@ -221,7 +239,7 @@ class RestructureMixin:
         out: dict[str, Any] = {}
         for key in self._keys_str():
             value = self._get_str(key)
-            if _is_node(value):
+            if is_sub_tensordict(value):
                 out[key] = value.to_dict(retain_none=retain_none, convert_tensors=convert_tensors)
             else:
                 value = unwrap_non_tensor(value)
@@ -240,7 +258,76 @@ class RestructureMixin:
                 for td in self.unbind(0)]
 
 
-def _is_node(value: Any) -> bool:
-    """Whether ``value`` is a sub-TensorDict (not a leaf, not non-tensor data)."""
-    return isinstance(value, classes.TensorDictBase) and \
-        not getattr(value, "_is_non_tensor", False)
+def _key_tree(keys: Iterable[NestedKey], narrow: bool = False) -> dict[str, Any]:
+    """The nested keys ``keys`` as a tree of dicts in their order: ``None`` marks a whole
+    entry, a dict the keys below. A deeper key under a whole entry is ignored, or with
+    ``narrow`` (as in ``select``) replaces it.
+
+    >>> _key_tree(["a", ("n", "b"), ("n", "c"), ("a", "x")])
+    {'a': None, 'n': {'b': None, 'c': None}}
+    >>> _key_tree(["a", ("a", "x")], narrow=True)
+    {'a': {'x': None}}
+    """
+    tree: dict[str, Any] = {}
+    for key in keys:
+        path = (key,) if key.__class__ is str else key_to_path(key)
+        node: dict[str, Any] = tree
+        for part in path[:-1]:
+            child = node.get(part, {})
+            if child is None:  # the whole entry is already named
+                if not narrow:
+                    break
+                child = {}
+            node[part] = child
+            node = child
+        else:
+            node[path[-1]] = None
+    return tree
+
+
+class _UnflattenTree:
+    """The entries of :meth:`~RestructureMixin.unflatten_keys` as nested dicts, built into
+    TensorDicts at the end. A sub-TensorDict that keys must go into is opened into a dict
+    that remembers it, so it is rebuilt with its own batch size, device and names."""
+
+    __slots__ = ("root", "_opened")
+
+    def __init__(self) -> None:
+        self.root: dict[str, Any] = {}
+        self._opened: dict[int, Any] = {}  # id(level dict) -> the sub-TensorDict it opens
+
+    def place(self, level: dict[str, Any], parts: list[str], value: Any, key: str) -> None:
+        """Put ``value`` at ``parts`` under ``level``; two sub-TensorDicts are merged."""
+        for part in parts[:-1]:
+            child = level.get(part)
+            if child.__class__ is not dict:
+                child = level[part] = self._open(child, key)
+            level = child
+        last = parts[-1]
+        present = level.get(last)
+        if present is None or value.__class__ is torch.Tensor or not is_sub_tensordict(value) \
+                or (present.__class__ is not dict and not is_sub_tensordict(present)):
+            level[last] = value
+            return
+        if present.__class__ is not dict:
+            present = level[last] = self._open(present, key)
+        for name, entry in value._entry_dict().items():
+            self.place(present, [name], entry, key)
+
+    def _open(self, node: Any, key: str) -> dict[str, Any]:
+        if node is None:
+            return {}
+        if not is_sub_tensordict(node):
+            raise errors.KeyThroughLeafError(
+                f"unflatten_keys: {key!r} goes through a {type(node).__name__} leaf")
+        level = dict(node._entry_dict())
+        self._opened[id(level)] = node
+        return level
+
+    def build(self, level: dict[str, Any], like: Any) -> Any:
+        """A TensorDict of ``level`` with the batch size, device and names of ``like``."""
+        entries = {key: self.build(value, self._opened.get(id(value), like))
+                   if value.__class__ is dict else value for key, value in level.items()}
+        return like._new_like_self(entries)
+
+

@@ -82,7 +82,7 @@ class SerializationMixin:
             if name in state:
                 object.__setattr__(self, name, state[name])
         if has_exit_stack:
-            object.__setattr__(self, "_exit_stack", [])
+            object.__setattr__(self, "_exit_stack", None)
 
     # -- state dicts ----------------------------------------------------------------------
     def state_dict(self, destination: dict[str, Any] | None = None, prefix: str = "",

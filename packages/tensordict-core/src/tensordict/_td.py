@@ -88,15 +88,24 @@ class TensorDict(MapMixin, TensorDictBase):
         self._device = as_device(device)
         self._names: tuple[str | None, ...] | None = None
         self._is_locked = False
-        self._exit_stack: list[Any] = []
+        self._exit_stack: list[Any] | None = None
         entries = kwargs if source is None else source
-        if not isinstance(entries, (Mapping, TensorDictBase)):
+        if entries.__class__ is not dict and not isinstance(entries, (Mapping, TensorDictBase)):
             raise ValueError(f"TensorDict source must be a mapping, got {type(entries).__name__}")
         non_blocking = bool(non_blocking)
         store = self._tensordict
+        size = self._batch_size
+        # a tensor on no set device, whose leading dim is the one batch dim (or no batch
+        # dims at all), is stored as it is; anything else goes through _validate_value
+        lead = size[0] if len(size) == 1 else None
+        plain = self._device is None and (lead is not None or not size)
         for key, value in entries.items():
             if key.__class__ is str:
-                store[key] = self._validate_value(value, key, non_blocking)
+                if plain and value.__class__ is _Tensor and (
+                        lead is None or (value.ndim and value.shape[0] == lead)):
+                    store[key] = value
+                else:
+                    store[key] = self._validate_value(value, key, non_blocking)
             else:
                 self.set(key, value, non_blocking=non_blocking)
         if auto:
@@ -121,7 +130,7 @@ class TensorDict(MapMixin, TensorDictBase):
         self._device = device
         self._names = names
         self._is_locked = False
-        self._exit_stack = []
+        self._exit_stack = None
         return self
 
     # -- metadata ----------------------------------------------------------------------
@@ -214,6 +223,33 @@ class TensorDict(MapMixin, TensorDictBase):
                 raise errors.missing_key(key, self._tensordict) from None
             return default
 
+    def get(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:
+        if key.__class__ is str and not kwargs:
+            try:
+                return self._tensordict[key]
+            except KeyError:
+                if len(args) == 1:
+                    return args[0]
+        return TensorDictBase.get(self, key, *args, **kwargs)
+
+    get.__doc__ = TensorDictBase.get.__doc__
+
+    def __contains__(self, key: object) -> bool:
+        if key.__class__ is str:
+            return key in self._tensordict
+        return TensorDictBase.__contains__(self, key)
+
+    def pop(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
+        if key.__class__ is str and not self._is_locked:
+            try:
+                return self._tensordict.pop(key)
+            except KeyError:
+                if default is not NO_DEFAULT:
+                    return default
+        return TensorDictBase.pop(self, key, default)
+
+    pop.__doc__ = TensorDictBase.pop.__doc__
+
     def __getitem__(self, index: Any) -> Any:
         if index.__class__ is str:
             try:
@@ -247,7 +283,31 @@ class TensorDict(MapMixin, TensorDictBase):
                     shape[: len(batch_size)] == batch_size):
                 self._tensordict[key] = value
                 return
+        elif key.__class__ is tuple and value.__class__ is _Tensor and len(key) > 1:
+            node: Any = self
+            try:  # an existing parent through plain TensorDicts: set there
+                for part in key[:-1]:
+                    node = node._tensordict[part]
+            except (KeyError, AttributeError, TypeError):
+                pass
+            else:
+                if node.__class__ is TensorDict and key[-1].__class__ is str:
+                    node[key[-1]] = value
+                    return
         TensorDictBase.__setitem__(self, key, value)
+
+    def update(self, input_dict_or_td: Mapping[NestedKey, Any] | TensorDictBase,
+               clone: bool = False, inplace: bool = False, **kwargs: Any) -> TensorDict:
+        if input_dict_or_td.__class__ is TensorDict and not (clone or inplace or kwargs) \
+                and not self._is_locked:
+            writes = _merge_writes(self, input_dict_or_td, [])
+            if writes is not None:
+                for entries, key, value in writes:
+                    entries[key] = value
+                return self
+        return TensorDictBase.update(self, input_dict_or_td, clone, inplace, **kwargs)
+
+    update.__doc__ = TensorDictBase.update.__doc__
 
     # -- writing -----------------------------------------------------------------------
     def _set_str(
@@ -402,6 +462,27 @@ class TensorDict(MapMixin, TensorDictBase):
 
     def __repr__(self) -> str:
         return tensordict_repr(self)
+
+
+def _merge_writes(target: TensorDict, source: TensorDict,
+                  writes: list[tuple[dict[str, Any], str, Any]]
+                  ) -> list[tuple[dict[str, Any], str, Any]] | None:
+    """The stores of ``target.update(source)`` when nothing needs checking: ``source``'s
+    values already fit a batch size that extends ``target``'s, on its device, and no
+    sub-TensorDict of ``target`` it writes into is locked. None when one does."""
+    size, device = target._batch_size, target._device
+    if target._is_locked or source._batch_size[: len(size)] != size or (
+            device is not None and source._device != device):
+        return None
+    entries = target._tensordict
+    for key, value in source._tensordict.items():
+        present = entries.get(key)
+        if present.__class__ is TensorDict and value.__class__ is TensorDict:
+            if _merge_writes(present, value, writes) is None:
+                return None
+        else:
+            writes.append((entries, key, value))
+    return writes
 
 
 def _widen(children: list[Any], batch_size: torch.Size) -> None:

@@ -64,6 +64,10 @@ class TraverseMixin:
         computed and checked (by ``plan``, run by whoever made it)."""
         if batch_size is not None and batch_size.__class__ is not torch.Size:
             batch_size = torch.Size(batch_size)  # callers outside core pass lists
+        if not (others or inplace or call_on_nested or named or is_leaf is not None
+                or plan is not None):
+            return self._map_leaves(fn, batch_size, names, device, filter_empty, prefix,
+                                    check_shapes)
         parent_ndim = len(self._batch_size)
         out: dict[str, Any] = {}
         kept = 0
@@ -151,6 +155,70 @@ class TraverseMixin:
             if not any(n is not None for n in names):
                 names = None
         return type(self)._new_unsafe(
+            out,
+            self._batch_size if batch_size is None else batch_size,
+            self._device if device is NO_DEFAULT else device,
+            names,
+        )
+
+    def _map_leaves(self, fn: Callable[[_Tensor], Any], batch_size: torch.Size | None,
+                    names: Any, device: Any, filter_empty: bool | None,
+                    prefix: tuple[str, ...] = (), check_shapes: bool = False) -> Any:
+        """:meth:`_traverse` of one function over the tensor leaves, without the options
+        (the path of apply, indexing, shape ops, device moves and copies)."""
+        parent_ndim = len(self._batch_size)
+        out: dict[str, Any] = {}
+        own_class = self.__class__
+        expected = self._batch_size if batch_size is None else batch_size
+        ndim = len(expected) if check_shapes else 0
+        key = None
+        try:
+            for key, value in self._tensordict.items():
+                if value.__class__ is _Tensor or isinstance(value, _Tensor):
+                    new = fn(value)
+                    if ndim and isinstance(new, _Tensor) and not new.is_nested and (
+                            (not new.ndim or new.shape[0] != expected[0]) if ndim == 1
+                            else new.shape[:ndim] != expected):
+                        raise errors.batch_mismatch(prefix + (key,) if prefix else key,
+                                                    new.shape, expected)
+                elif getattr(value, "_is_non_tensor", False):
+                    if batch_size is not None:
+                        new = value._restructure(fn, batch_size + value.batch_size[parent_ndim:])
+                    else:
+                        new = value
+                    if device is not NO_DEFAULT and new.device != device:
+                        new = new.to(device)
+                else:
+                    child_size = (None if batch_size is None
+                                  else batch_size + value.batch_size[parent_ndim:])
+                    child_names = NO_DEFAULT
+                    if names is not NO_DEFAULT:
+                        more = value.names[parent_ndim:]
+                        child_names = None if names is None else tuple(names) + tuple(more)
+                    if value.__class__ is own_class:
+                        new = value._map_leaves(fn, child_size, child_names, device,
+                                                filter_empty, prefix + (key,), check_shapes)
+                    else:
+                        new = value._apply_nest(fn, batch_size=child_size, names=child_names,
+                                                device=device, filter_empty=filter_empty,
+                                                prefix=prefix + (key,),
+                                                check_shapes=check_shapes)
+                if new is not None:
+                    out[key] = new
+        except (RuntimeError, ValueError, TypeError, IndexError) as err:
+            keyed = None if key is None else errors.with_key(err, prefix + (key,))
+            if keyed is None:
+                raise
+            raise keyed from err
+        if not out and _filtered(filter_empty, bool(self._tensordict)):
+            return None
+        if names is NO_DEFAULT:
+            names = self._names if batch_size is None or len(batch_size) == parent_ndim else None
+        elif names is not None:
+            names = tuple(names)
+            if not any(n is not None for n in names):
+                names = None
+        return own_class._new_unsafe(
             out,
             self._batch_size if batch_size is None else batch_size,
             self._device if device is NO_DEFAULT else device,
