@@ -151,6 +151,46 @@ def _from_module():
     return lambda: TensorDict.from_module(module)
 
 
+# -- fixed cost per call: one leaf -------------------------------------------------------------
+@workload("construct 1 key")
+def _construct_one():
+    value = torch.randn(4, 3)
+    return lambda: TensorDict({"a": value}, batch_size=[4])
+
+
+@workload("set new flat key")
+def _set_flat():
+    td, value = flat(1), torch.randn(4, 3)
+
+    def run() -> None:
+        td["new"] = value
+    return run
+
+
+@workload("td[0] 1 leaf")
+def _index_one():
+    td = flat(1)
+    return lambda: td[0]
+
+
+@workload("clone 1 leaf")
+def _clone_one():
+    td = flat(1)
+    return td.clone
+
+
+@workload("to(float64) 1 leaf")
+def _to_one():
+    td = flat(1)
+    return lambda: td.to(torch.float64)
+
+
+@workload("apply(x * 2) 1 leaf")
+def _apply_one():
+    td = flat(1)
+    return lambda: td.apply(lambda x: x * 2)
+
+
 # -- indexing --------------------------------------------------------------------------------
 @workload("td[int] 50 leaves")
 def _index_int():

@@ -412,8 +412,13 @@ class TensorDict(MapMixin, TensorDictBase):
         batch = self._batch_size
         if index.__class__ is int and batch and -batch[0] <= index < batch[0]:
             names = self._names and self._names[1:]
-            return self._apply_nest(lambda x: x[index], batch_size=batch[1:],
-                                    names=names if names and any(names) else None)
+            return self._map_leaves(lambda x: x[index], batch[1:],
+                                    names if names and any(names) else None, NO_DEFAULT,
+                                    False)
+        if index.__class__ is slice and batch:  # a slice keeps every dim and its name
+            batch_size = torch.Size((len(range(*index.indices(batch[0]))), *batch[1:]))
+            return self._map_leaves(lambda x: x[index], batch_size, NO_DEFAULT, NO_DEFAULT,
+                                    False)
         try:
             parts = masks_to_indices(normalize_index(index, batch))
         except IndexError as err:
@@ -425,7 +430,7 @@ class TensorDict(MapMixin, TensorDictBase):
         names = self._indexed_names(parts) if self._names is not None else None
         if len(parts) == 1:
             parts = parts[0]
-        return self._apply_nest(lambda x: x[parts], batch_size=batch_size, names=names)
+        return self._map_leaves(lambda x: x[parts], batch_size, names, NO_DEFAULT, False)
 
     def _indexed_names(self, parts: Any) -> tuple[str | None, ...] | None:
         """Dim names after indexing: ints drop a name, None/True/False add an unnamed dim,

@@ -269,6 +269,10 @@ class TraverseMixin:
         >>> td.apply(lambda x: None) is None
         True
         """
+        if not (others or constructor_kwargs or inplace or call_on_nested or propagate_lock) \
+                and batch_size is None and device is NO_DEFAULT and names is NO_DEFAULT \
+                and default is NO_DEFAULT and is_leaf is None and out is None:
+            return self._apply_nest(fn, filter_empty=filter_empty, check_shapes=True)
         # upstream passes these traversal options through its constructor keywords
         named = constructor_kwargs.pop("named", False)
         nested_keys = constructor_kwargs.pop("nested_keys", False)

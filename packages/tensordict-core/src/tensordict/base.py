@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import Any, TypeVar
 
 import torch
@@ -63,12 +65,20 @@ def convert_ellipsis_to_idx(idx: Any, batch_size: Any) -> tuple[Any, ...]:
     return normalize_index(idx, torch.Size(batch_size))
 
 
-def __getattr__(name: str) -> Any:
-    if name in _FROM_PACKAGE:
-        import tensordict
+class _BaseModule(types.ModuleType):
+    """``tensordict.base``, whose package-level names resolve on access. Properties of the
+    module's class, not a module ``__getattr__``: ``from tensordict.base import x`` run in
+    a loop then asks for ``__path__`` without calling Python code."""
 
-        return getattr(tensordict, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def _from_package(name: str) -> property:
+    return property(lambda module: getattr(sys.modules["tensordict"], name),
+                    doc=f"``tensordict.{name}``")
+
+
+for _name in _FROM_PACKAGE:
+    setattr(_BaseModule, _name, _from_package(_name))
+sys.modules[__name__].__class__ = _BaseModule
 
 
 __all__ = [
