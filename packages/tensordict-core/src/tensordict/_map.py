@@ -28,11 +28,12 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensordict._map_pool import Job, _Chunk, in_pool, own_workers
+if TYPE_CHECKING:
+    from tensordict._map_pool import _Chunk
 
 
 def _travels_by_reference(x: torch.Tensor) -> bool:
@@ -112,6 +113,9 @@ def _map_chunks(td: Any, fn: Callable[[Any], Any], dim: int, num_workers: int | 
                              shuffle, generator)
     base_seed = int(torch.randint(0, 2**62, (), generator=generator))
     _share(td)
+    # the worker machinery (multiprocessing.pool...) is imported on the first map only
+    from tensordict._map_pool import Job, in_pool, own_workers
+
     job = Job(fn, td, out if out is not None and _all_by_reference(out) else None)
     batch = max(1, min(64, len(indices) // (4 * num_workers)))
     if pool is None:
