@@ -116,3 +116,33 @@ def test_get_and_contains_on_a_tensordict():
     td = nested()
     assert td.get("a") is td["a"] and td.get("zzz", 3) == 3 and td.get("zzz") is None
     assert "a" in td and ("n", "m", "c") in td and "zzz" not in td
+
+
+def test_update_merges_into_a_lazy_stack_entry_instead_of_replacing_it():
+    stack = LazyStackedTensorDict.lazy_stack(
+        [TensorDict(a=torch.zeros(3)), TensorDict(a=torch.zeros(2))], 0)
+    td = TensorDict({"lazy": stack}, [])
+    td.update(TensorDict({"lazy": TensorDict(done=torch.zeros(2, 1), batch_size=[2])}, []))
+    assert td["lazy"] is stack and td["lazy"][1]["a"].shape == (2,)
+    assert td["lazy", "done"].shape == (2, 1)
+    td.update(TensorDict({"x": stack}, []))
+    other = TensorDict({"n": {"b": torch.ones(())}}, [])
+    other.update(TensorDict({"n": {"a": torch.zeros(3)}}, []))  # a dense into a dense: merged
+    assert set(other["n"].keys()) == {"a", "b"}
+
+
+def test_update_gives_each_part_of_a_lazy_stack_its_slice_of_a_ragged_input():
+    def hetero(n: int, m: int) -> LazyStackedTensorDict:
+        return LazyStackedTensorDict.lazy_stack(
+            [TensorDict(action=torch.zeros(n)), TensorDict(action=torch.zeros(m))], 0)
+    td = TensorDict({"lazy": hetero(3, 2), "x": torch.zeros(())}, [])
+    new = hetero(3, 2).apply(lambda t: t + 1)
+    td.update(TensorDict({"lazy": new, "x": torch.ones(())}, []))
+    assert td["lazy"][0]["action"].sum() == 3 and td["lazy"][1]["action"].sum() == 2
+    assert td["x"] == 1
+    with pytest.raises(RuntimeError):  # a part that cannot take its slice: nothing written
+        td.update(TensorDict({"lazy": hetero(4, 2), "x": torch.zeros(())}, []),
+                  inplace=True)
+    assert td["x"] == 1 and td["lazy"][0]["action"].shape == (3,)
+    td.update({"lazy": new}, keys_to_update=[("lazy", "action")])
+    assert td["lazy"][1]["action"].sum() == 2

@@ -321,6 +321,9 @@ class DictMixin(RestructureMixin, MetadataMixin):
         """Write the validated ``(parent path, key, value)`` of ``writes``, creating the
         missing levels."""
         for parent_path, key, value in writes:
+            if value.__class__ is WritePlan:  # the checked writes into a lazy stack
+                value.run()
+                continue
             parent = self._parent_of(parent_path + (key,), create=True) if parent_path else self
             parent._set_str(key, value, inplace=inplace, validated=True,
                             non_blocking=non_blocking)
@@ -341,6 +344,15 @@ class DictMixin(RestructureMixin, MetadataMixin):
             parent = self if len(path) == 1 else self._planned_parent(path)
             if value.__class__ is not torch.Tensor and _is_mapping_like(value):
                 target = parent._get_str(path[-1], None)
+                if getattr(target, "tensordicts", None) is not None:
+                    # a lazy stack gives each part its slice of the input (which may be a
+                    # lazy stack of ragged entries, never read as one)
+                    below = None if allowed is None or any(
+                        path[: len(a)] == a for a in allowed) else [
+                        a[len(path):] for a in allowed if a[: len(path)] == path]
+                    writes.append((path[:-1], path[-1],
+                                   target._update_plan(value, clone, inplace, below, False)))
+                    continue
                 if is_sub_tensordict(target):
                     writes += self._plan_update(value, path, allowed, clone, inplace)
                     continue

@@ -20,7 +20,13 @@ import torch
 
 from tensordict import errors
 from tensordict._base import TensorDictBase
-from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection, register_class
+from tensordict._collection import (
+    NO_DEFAULT,
+    classes,
+    is_sub_tensordict,
+    is_tensor_collection,
+    register_class,
+)
 from tensordict._map import MapMixin
 from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nested_key import NestedKey
@@ -482,7 +488,10 @@ def _merge_writes(target: TensorDict, source: TensorDict,
     entries = target._tensordict
     for key, value in source._tensordict.items():
         present = entries.get(key)
-        if present.__class__ is TensorDict and value.__class__ is TensorDict:
+        if present is not None and present.__class__ is not _Tensor and \
+                is_sub_tensordict(present) and is_sub_tensordict(value):
+            if present.__class__ is not TensorDict or value.__class__ is not TensorDict:
+                return None  # a merge into (or from) a lazy stack...: the general path
             if _merge_writes(present, value, writes) is None:
                 return None
         else:
