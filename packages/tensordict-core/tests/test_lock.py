@@ -69,3 +69,18 @@ def test_is_locked_setter():
     assert td.is_locked
     td.is_locked = False
     assert not td.is_locked
+
+
+def test_a_locked_or_swapped_tensordict_is_freed_without_the_garbage_collector():
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        locked = TensorDict(a=torch.zeros(2), batch_size=[2]).lock_()
+        swap = TensorDict.from_module(torch.nn.Linear(2, 2)).to_module(torch.nn.Linear(2, 2))
+        refs = [weakref.ref(locked), weakref.ref(swap)]
+        del locked, swap
+        assert all(ref() is None for ref in refs)  # no reference cycle through the exit stack
+    finally:
+        gc.enable()

@@ -171,10 +171,10 @@ class FunctionalMixin:
         if not return_swap:
             return None
         if inplace or use_state_dict:
-            swap._push_exit(lambda: swap.to_module(module, inplace=inplace, return_swap=False,
-                                                   use_state_dict=use_state_dict))
+            swap._push_exit(lambda td: td.to_module(module, inplace=inplace, return_swap=False,
+                                                    use_state_dict=use_state_dict))
         else:
-            swap._push_exit(lambda: _put_back(swap, module))
+            swap._push_exit(lambda td: _put_back(td, module))
         return swap
 
 

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,10 @@ from tensordict._collection import classes, is_sub_tensordict, is_tensor_collect
 #: The lock state of a collection locked because a collection holding it is (truthy):
 #: it unlocks with that holder, not on its own.
 LOCKED_BY_PARENT = 2
+
+
+_LOCK = operator.methodcaller("lock_")
+_UNLOCK = operator.methodcaller("unlock_")
 
 
 class MetadataMixin:
@@ -45,7 +50,7 @@ class MetadataMixin:
 
         Used as ``with td.lock_():`` it unlocks again on exit.
         """
-        self._push_exit(self.unlock_ if not self.is_locked else None)
+        self._push_exit(_UNLOCK if not self.is_locked else None)
         if self._is_locked != LOCKED_BY_PARENT:
             self._propagate_lock(True)
         return self
@@ -69,11 +74,13 @@ class MetadataMixin:
                 "Cannot unlock a TensorDict held by a locked TensorDict: unlock the locked "
                 "TensorDict holding it instead."
             )
-        self._push_exit(self.lock_ if self.is_locked else None)
+        self._push_exit(_LOCK if self.is_locked else None)
         self._propagate_lock(False)
         return self
 
-    def _push_exit(self, action: Callable[[], Any] | None) -> None:
+    def _push_exit(self, action: Callable[[Any], Any] | None) -> None:
+        """Remember what leaving the next ``with`` block does: ``action(self)``. The
+        action never holds ``self``, so no reference cycle delays freeing it."""
         try:
             stack = self._exit_stack
         except AttributeError:  # a class that is no context manager
@@ -92,7 +99,7 @@ class MetadataMixin:
             action = stack.pop()
             if action is not None:
                 depth = len(stack)
-                action()
+                action(self)
                 del stack[depth:]  # drop what the action itself pushed (lock_/unlock_)
 
     # -- batch size and device helpers -------------------------------------------------------
