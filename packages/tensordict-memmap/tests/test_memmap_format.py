@@ -219,6 +219,31 @@ def test_stale_sub_folder_keeps_foreign_files(tmp_path):
     assert os.listdir(tmp_path / "n") == ["README"]  # the save's files and sub-folder went
 
 
+def test_resave_merges_foreign_files_at_every_depth(tmp_path):
+    TensorDict({"a": torch.zeros(2), "gone": torch.zeros(2), "n": {"x": torch.zeros(2),
+                "m": {"y": torch.zeros(2)}}, "s": "old"}, [2]).memmap(tmp_path)
+    (tmp_path / "notes.txt").write_text("root")
+    (tmp_path / "n" / "notes.txt").write_text("n")
+    (tmp_path / "n" / "m" / "notes.txt").write_text("m")
+    (tmp_path / "n" / "mine").mkdir()
+    (tmp_path / "n" / "mine" / "data").write_text("kept")
+    TensorDict({"a": torch.ones(2), "n": {"x": torch.ones(2), "z": torch.ones(2)}},
+               [2]).memmap(tmp_path)
+    assert sorted(os.listdir(tmp_path)) == ["a.memmap", "meta.json", "n", "notes.txt"]
+    assert sorted(os.listdir(tmp_path / "n")) == ["m", "meta.json", "mine", "notes.txt",
+                                                  "x.memmap", "z.memmap"]
+    assert os.listdir(tmp_path / "n" / "m") == ["notes.txt"]  # the stale save's files went
+    assert (tmp_path / "n" / "mine" / "data").read_text() == "kept"
+    assert [(tmp_path / p / "notes.txt").read_text() for p in ("", "n", "n/m")] == [
+        "root", "n", "m"]
+    loaded = TensorDict.load_memmap(tmp_path)
+    assert set(loaded.keys(include_nested=True, leaves_only=True)) == {
+        "a", ("n", "x"), ("n", "z")}
+    assert loaded["n", "z"].tolist() == [1.0, 1.0]
+    assert [name for name in os.listdir(tmp_path.parent)
+            if name.startswith(f".{tmp_path.name}.")] == []
+
+
 def test_resave_swapped_leaves_of_the_same_folder(tmp_path):
     TensorDict({"a": torch.zeros(4), "b": torch.ones(4)}).memmap(tmp_path)
     loaded = TensorDict.load_memmap(tmp_path)

@@ -58,6 +58,29 @@ def test_memmap_returns_locked_copy_of_memory_mapped_tensors(tmp_path):
         out["new"] = torch.zeros(3)
 
 
+def test_the_result_is_freed_at_once_and_stays_locked_after_a_with_block(tmp_path):
+    """No reference cycle: dropping the result unmaps its files at once, not at the next
+    garbage collection (which would then pay for it in an unrelated call)."""
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        out = _sample().memmap(tmp_path / "a")
+        ref = weakref.ref(out)
+        del out
+        assert ref() is None
+        source = _sample()
+        ref = weakref.ref(source.memmap_(tmp_path / "b"))
+        assert ref() is source and source.is_locked
+    finally:
+        gc.enable()
+    for saved in (_sample().memmap(tmp_path / "c"), _sample().memmap_(tmp_path / "d")):
+        with saved as inside:  # as upstream: the with block does not unlock it
+            assert inside.is_locked
+        assert saved.is_locked and saved.is_memmap()
+
+
 def test_load_memmap_round_trip_is_unlocked(tmp_path):
     td = _sample()
     td.memmap(tmp_path)

@@ -46,6 +46,23 @@ def test_non_contiguous_and_zero_dim_sources(tmp_path):
     assert scalar.shape == () and scalar.item() == 3.5
 
 
+def test_saved_bytes_resolve_views_and_lazy_bits(tmp_path):
+    """What the fast path to the raw bytes cannot see (a conjugate or negative bit, a
+    strided view, bfloat16, a tensor with grad) is written resolved, in C order."""
+    from tensordict import TensorDict
+
+    z = torch.tensor([1 + 2j, 3 - 4j, -5j], dtype=torch.complex64)
+    grad = torch.arange(3.0, requires_grad=True)
+    sources = {"conj": z.conj(), "neg": torch.neg(z.conj()), "strided": torch.arange(6.0)[::2],
+               "bf16": torch.tensor([1.5, -2.0, 3.0], dtype=torch.bfloat16), "grad": grad,
+               "int": torch.tensor([7, 8, 9], dtype=torch.int16)}
+    TensorDict(sources, [3]).memmap(tmp_path)
+    for key, value in sources.items():
+        expected = value.detach().resolve_conj().resolve_neg().contiguous()
+        raw = (tmp_path / f"{key}.memmap").read_bytes()
+        assert raw == expected.view(torch.uint8).numpy().tobytes(), key
+
+
 def test_from_tensor_existing_file_and_existing_memmap(tmp_path):
     path = tmp_path / "t.memmap"
     t = MemoryMappedTensor.from_tensor(torch.zeros(3), filename=path)
@@ -145,6 +162,26 @@ def test_views_stay_memory_mapped_ops_do_not(tmp_path):
     assert type(copy.deepcopy(t)) is torch.Tensor and torch.equal(copy.deepcopy(t), t)
     detached = t.detach()  # a view without history: still the file (nn.Parameter needs it)
     assert type(detached) is MemoryMappedTensor and detached.filename == t.filename
+
+
+def test_rows_picked_by_a_long_index_match_torch_indexing(tmp_path):
+    data = torch.arange(20.0).reshape(5, 4)
+    t = MemoryMappedTensor.from_tensor(data, filename=tmp_path / "r.memmap")
+    for index in ([4, 0, 0, 2], [-1, 1], [], [[0, 1], [4, 3]]):
+        index = torch.tensor(index, dtype=torch.int64)
+        got = t[index]
+        assert type(got) is torch.Tensor and torch.equal(got, data[index])
+    got = t[torch.tensor([3, 1], dtype=torch.int32)]
+    assert type(got) is torch.Tensor and torch.equal(got, data[[3, 1]])
+    for bad in ([5], [-6], [0, 7]):
+        with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 5"):
+            t[torch.tensor(bad)]
+    scalar = MemoryMappedTensor.from_tensor(torch.tensor(1.0), filename=tmp_path / "s.memmap")
+    with pytest.raises(IndexError):
+        scalar[torch.tensor([0])]
+    rows = t[torch.tensor([1])]
+    rows += 100  # a copy: the file is unchanged
+    assert torch.equal(t[1], data[1])
 
 
 def test_plain_pickle_sends_the_file_name_not_the_data(tmp_path):

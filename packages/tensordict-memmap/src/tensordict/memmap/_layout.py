@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ FORMAT_VERSION = 1
 #: be stored (the format would silently lose them).
 NODE_FIELDS = frozenset({"shape", "device", "_type", "_format_version", "_class", "_names"})
 _TMP_PREFIX = ".meta.json."
-_UNSAFE = set('/<>:"|?*\\ %')
+_UNSAFE = re.compile(r'[/<>:"|?*\\ %\x00-\x1f\x7f]')  # escaped as %XX
 
 
 def key_to_name(key: str, robust: bool = True) -> str:
@@ -38,27 +39,39 @@ def key_to_name(key: str, robust: bool = True) -> str:
                 f"key {key!r} is not a valid file name; save with robust_key=True to escape it"
             )
         return key
-    if key == "":
-        return "%"
-    if key in (".", ".."):
-        return "%2E" * len(key)
-    name = "".join(f"%{ord(c):02X}" if c in _UNSAFE or ord(c) < 32 or ord(c) == 127 else c
-                   for c in key)
-    return name
+    if _UNSAFE.search(key) is None:
+        if key in ("", ".", ".."):
+            return "%2E" * len(key) if key else "%"
+        return key
+    return _UNSAFE.sub(_escape, key)
 
 
-def leaf_path(folder: str, key: str, robust: bool = True) -> str:
-    """Where the tensor stored under ``key`` lives; for loading, a folder written with
-    raw key names (older tensordict, ``robust_key=False``) is found too."""
+def _escape(match: re.Match[str]) -> str:
+    return f"%{ord(match.group()):02X}"
+
+
+def leaf_path(folder: str, key: str, robust: bool = True) -> tuple[str, os.stat_result | None]:
+    """Where the tensor stored under ``key`` lives, and its ``lstat`` (None: nothing is
+    there); for loading, a folder written with raw key names (older tensordict,
+    ``robust_key=False``) is found too."""
     path = os.path.join(folder, key_to_name(key, robust) + ".memmap")
-    if robust and not os.path.exists(path):
+    info = _lstat(path)
+    if robust and info is None:
         try:
             raw = os.path.join(folder, key_to_name(key, robust=False) + ".memmap")
         except ValueError:
-            return path
-        if os.path.exists(raw):
-            return raw
-    return path
+            return path, None
+        raw_info = _lstat(raw)
+        if raw_info is not None:
+            return raw, raw_info
+    return path, info
+
+
+def _lstat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
 
 
 def child_path(folder: str, key: str, robust: bool = True) -> str:
@@ -125,12 +138,20 @@ def read_meta(folder: str) -> dict[str, Any]:
     return meta
 
 
-def parse_dtype(name: Any, where: str) -> torch.dtype:
-    """The torch dtype written as ``"torch.float32"``."""
-    dtype = getattr(torch, name[len("torch."):], None) if isinstance(name, str) else None
-    if not isinstance(dtype, torch.dtype) or not name.startswith("torch."):
-        raise ValueError(f"{where}: unknown dtype {name!r}")
+def parse_dtype(name: Any, where: str, key: str | None = None) -> torch.dtype:
+    """The torch dtype written as ``"torch.float32"`` (the error names ``where`` and the
+    entry ``key``)."""
+    dtype = _DTYPES.get(name) if name.__class__ is str else None
+    if dtype is None:
+        dtype = getattr(torch, name[len("torch."):], None) if isinstance(name, str) else None
+        if not isinstance(dtype, torch.dtype) or not name.startswith("torch."):
+            entry = "" if key is None else f", entry {key!r}"
+            raise ValueError(f"{where}{entry}: unknown dtype {name!r}")
+        _DTYPES[name] = dtype
     return dtype
+
+
+_DTYPES: dict[str, torch.dtype] = {}
 
 
 # -- what an earlier save wrote ---------------------------------------------------------------

@@ -27,6 +27,7 @@ import importlib
 import os
 import pickle
 import re
+import stat
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +36,7 @@ import torch
 
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._shapes import as_device
-from tensordict.memmap import _atomic, _jsonsafe, _layout, _nested
+from tensordict.memmap import _atomic, _jsonsafe, _layout, _nested, _tensor
 from tensordict.memmap._tensor import MemoryMappedTensor
 
 _CLASS_RE = re.compile(r"^<class '((?:[^'<>]|<locals>)+)'>$")  # "f.<locals>.C" too
@@ -100,17 +101,23 @@ def _meta_kind(meta: dict[str, Any], where: str) -> str:
     return "tensorclass"
 
 
-def _size(value: Any, where: str, what: str) -> torch.Size:
-    if not isinstance(value, list) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+def _size(value: Any, where: str, key: str | None = None) -> torch.Size:
+    """The shape ``value`` read from ``where`` (of the entry ``key``, None: the TensorDict);
+    only a list of sizes (ints, never bools or negatives) is one."""
+    if value.__class__ is not list or not _INT.issuperset(map(type, value)) or (
+            value and min(value) < 0):
+        what = "the TensorDict" if key is None else repr(key)
         raise ValueError(f"{where} is corrupt: the shape of {what} is {value!r}")
     return torch.Size(value)
+
+
+_INT = frozenset({int})
 
 
 def _load_tensordict(folder: str, meta: dict[str, Any], ctx: _Context, where: str) -> Any:
     from tensordict._td import TensorDict
 
-    batch_size = _size(meta.get("shape"), where, "the TensorDict")
+    batch_size = _size(meta.get("shape"), where)
     device = ctx.device if ctx.device is not None else as_device(meta.get("device"))
     entries: dict[str, Any] = {}
     for key, entry in meta.items():
@@ -133,9 +140,14 @@ def _load_tensordict(folder: str, meta: dict[str, Any], ctx: _Context, where: st
 
 def _load_tensor(folder: str, key: str, entry: dict[str, Any], ctx: _Context,
                  where: str) -> torch.Tensor:
-    dtype = _layout.parse_dtype(entry.get("dtype"), f"{where}, entry {key!r}")
-    shape = _size(entry.get("shape"), where, repr(key))
-    path = ctx.inside(_layout.leaf_path(folder, key, ctx.robust_key))
+    dtype = _layout.parse_dtype(entry.get("dtype"), where, key)
+    shape = _size(entry.get("shape"), where, key)
+    path, info = _layout.leaf_path(folder, key, ctx.robust_key)
+    size = None  # known for a plain file: no link to check, no second stat
+    if info is not None and stat.S_ISREG(info.st_mode):
+        size = info.st_size
+    else:
+        path = ctx.inside(path)
     if entry.get("is_nested"):
         if ctx.device is not None and ctx.device.type == "meta":
             raise NotImplementedError(f"{path}: nested tensors cannot be loaded on 'meta'")
@@ -147,8 +159,10 @@ def _load_tensor(folder: str, key: str, entry: dict[str, Any], ctx: _Context,
         return torch.empty(shape, dtype=dtype, device="meta")
     elif shape.numel() == 0 and not os.path.exists(path):  # upstream writes no empty file
         tensor = torch.empty(shape, dtype=dtype).as_subclass(MemoryMappedTensor)
-    else:
+    elif size is None:
         tensor = MemoryMappedTensor.from_filename(path, dtype, shape)
+    else:
+        tensor = _tensor.map_sized(path, dtype, shape, size).as_subclass(MemoryMappedTensor)
     if ctx.device is not None and ctx.device.type != "cpu":
         tensor = tensor.to(ctx.device, non_blocking=ctx.non_blocking)
     return tensor

@@ -80,10 +80,10 @@ class _Job:
             _tensor.write_file(staging.path(self.filename), self.source,
                                self.shape.numel() * self.dtype.itemsize)
 
-    def map(self) -> None:
+    def map(self, writable: bool) -> None:
         if self.result is None:
-            self.result = _tensor.map_file(self.filename, self.dtype, self.shape).as_subclass(
-                MemoryMappedTensor)
+            self.result = _tensor.map_file(self.filename, self.dtype, self.shape,
+                                           writable=writable).as_subclass(MemoryMappedTensor)
 
 
 def _link(source: str, dest: str) -> None:
@@ -224,7 +224,8 @@ def _plan_tensordict(node: _Node, opts: _Options, path: tuple[Any, ...]) -> None
 def _claim(node: _Node, where: tuple[Any, ...], *names: str) -> None:
     """Reserve file names in ``node``'s folder; two entries never share a file."""
     for name in names:
-        if node.folder is not None and len(os.fsencode(name)) > _NAME_MAX:
+        if node.folder is not None and len(name) > _NAME_MAX // 4 and (  # 4 bytes a char
+                len(os.fsencode(name)) > _NAME_MAX):
             raise ValueError(f"cannot memmap {_path_str(where)}: the file name {name!r} is "
                              f"longer than the {_NAME_MAX} bytes a file system allows")
         if name in node.keep:
@@ -288,36 +289,51 @@ def _check_kept(node: _Node) -> None:
     """Refuse to put a file where a folder that no save wrote is, or a folder where such a
     file is (OSError, as writing there would be): what the earlier save did not write is
     kept, so it must not stand in the way of the new one."""
-    if node.folder is None or not os.path.isdir(node.folder):
+    if node.folder is None:
         return
-    owned = _layout.owned_names(node.folder)
-    files = [job.filename for child in node.children.values() if not isinstance(child, _Node)
-             for job in (child if isinstance(child, tuple) else (child,))]
-    if node.pickled is not None:
-        files.append(os.path.join(node.folder, node.pickled[0]))
-    for path in files:
-        if path is not None and os.path.basename(path) not in owned and _real_dir(path):
+    try:  # name -> is a real folder, for what is in the folder now
+        present = {entry.name: entry.is_dir(follow_symlinks=False)
+                   for entry in os.scandir(node.folder)}
+    except OSError:  # no earlier save
+        return
+    folders = {os.path.basename(child.folder): child for child in node.children.values()
+               if isinstance(child, _Node)}
+    owned: set[str] | None = None  # what the earlier save wrote: read only when needed
+    for name in node.keep:
+        is_dir = present.get(name)
+        if is_dir is None or is_dir == (name in folders):
+            continue
+        if owned is None:
+            owned = _layout.owned_names(node.folder)
+        if name in owned:
+            continue
+        path = os.path.join(node.folder, name)
+        if is_dir:
             raise IsADirectoryError(errno.EISDIR, "cannot save a file over this folder, "
                                     "which no save wrote", path)
-    for child in node.children.values():
-        if isinstance(child, _Node):
-            folder = child.folder
-            if os.path.basename(folder) not in owned and os.path.lexists(folder) and (
-                    not _real_dir(folder)):
-                raise FileExistsError(errno.EEXIST, "cannot save a folder over this file, "
-                                      "which no save wrote", folder)
+        raise FileExistsError(errno.EEXIST, "cannot save a folder over this file, "
+                              "which no save wrote", path)
+    for name, child in folders.items():
+        if present.get(name):
             _check_kept(child)
 
 
-def _real_dir(path: str) -> bool:
-    return os.path.isdir(path) and not os.path.islink(path)
-
-
 def _make_folders(node: _Node, staging: _atomic.Staging) -> None:
-    os.makedirs(staging.path(node.folder), exist_ok=True)
+    """The sub-folders of ``node`` in the staging folder (which is its own folder)."""
     for child in node.children.values():
         if isinstance(child, _Node):
+            os.mkdir(staging.path(child.folder))
             _make_folders(child, staging)
+
+
+def _written(node: _Node, root: str, out: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The names the save writes in each folder, keyed by its path relative to ``root``
+    (see :meth:`tensordict.memmap._atomic.Staging.tidy`)."""
+    out[node.folder[len(root) + 1:]] = node.keep | {_layout.META}
+    for child in node.children.values():
+        if isinstance(child, _Node):
+            _written(child, root, out)
+    return out
 
 
 def _write_folders(node: _Node, staging: _atomic.Staging) -> None:
@@ -363,7 +379,7 @@ def _write(node: _Node, jobs: list[_Job], staging: _atomic.Staging | None,
     except BaseException:
         staging.abort()
         raise
-    staging.tidy()
+    staging.tidy(_written(node, node.folder, {}))
 
 
 def _build_tree(node: _Node) -> Any:
@@ -406,7 +422,9 @@ def _lock_and_mark(result: Any, node: _Node) -> None:
     target = result._tensordict if node.kind == "tensorclass" else result
     if node.kind in ("nontensor", "nontensorstack"):
         return
-    target.lock_()
+    # not lock_(): as upstream, a with block does not unlock the result, and no exit
+    # action (a bound method) keeps it alive in a reference cycle until the GC runs
+    target._propagate_lock(True)
     _mark_tree(target, node.children["_tensordict"] if node.kind == "tensorclass" else node)
 
 
@@ -419,6 +437,16 @@ def _mark_tree(collection: Any, node: _Node) -> None:
         for key, child in node.children.items():
             if isinstance(child, _Node) and child.kind in ("tensordict", "lazy"):
                 _mark_tree(collection._get_str(key), child)
+
+
+def _map(jobs: list[_Job]) -> None:
+    """Map the files the save wrote: all alike, so only the first is asked if writable."""
+    writable = None
+    for job in jobs:
+        if job.result is None:
+            if writable is None:
+                writable = os.access(job.filename, os.W_OK)
+            job.map(writable)
 
 
 def _jobs(node: _Node) -> list[_Job]:
@@ -447,8 +475,7 @@ def save(collection: Any, prefix: str | os.PathLike[str] | None, *, copy_existin
 
     def complete() -> Any:
         _write(node, jobs, staging, num_threads)
-        for job in jobs:
-            job.map()
+        _map(jobs)
         result = _build_tree(node)
         _lock_and_mark(result, node)
         return result if then is None else then(result)
