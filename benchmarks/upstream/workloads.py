@@ -105,6 +105,18 @@ def _update():
     return lambda: td.update(other)
 
 
+@workload("update_ 50 leaves in place")
+def _update_inplace():
+    td, other = three_levels(), three_levels()
+    return lambda: td.update_(other)
+
+
+@workload("copy_ 50 leaves")
+def _copy_inplace():
+    td, other = three_levels(), three_levels()
+    return lambda: td.copy_(other)
+
+
 @workload("set existing nested key")
 def _set_nested():
     td, value = transition(), torch.randn(8, 1)

@@ -35,6 +35,7 @@ from tensordict._nested_key import NestedKey, key_to_path, unravel_key
 from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 from tensordict._options import get_defaults_to_none
 from tensordict._plan import WritePlan, check_write
+from tensordict._pointwise import copy_matching_leaves
 from tensordict._restructure import RestructureMixin
 from tensordict._setitem import plan_leaf_at_index
 
@@ -402,6 +403,9 @@ class DictMixin(RestructureMixin, MetadataMixin):
         ...     print(td["a"])
         tensor([0., 0.])
         """
+        if not clone and keys_to_update is None and \
+                copy_matching_leaves(self, input_dict_or_td, non_blocking):
+            return self  # same keys, same shapes: one checked copy of every leaf
         self._plan_update_(input_dict_or_td, keys_to_update, clone, non_blocking).run()
         return self
 

@@ -22,11 +22,13 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Any
 
 import torch
 
 _Tensor = torch.Tensor
+_requires_grad = attrgetter("requires_grad")
 _WHOLE: Any = object()  # no index: the whole target is written
 
 
@@ -79,15 +81,30 @@ def check_write(target: _Tensor, source: Any, key: Any, shape: Sequence[int] | N
                            "tensor); clone it first")
 
 
+def writable_in_place(targets: list[_Tensor]) -> bool:
+    """Whether every tensor of ``targets`` passes the target checks of
+    :func:`check_write` without looking closer: none that autograd tracks (with grad
+    enabled) and none whose elements may share memory (a non-contiguous tensor may be
+    expanded). One pass over the list, for the fast paths.
+
+    >>> writable_in_place([torch.zeros(2)]), writable_in_place([torch.zeros(1).expand(2)])
+    (True, False)
+    """
+    return not (torch.is_grad_enabled() and any(map(_requires_grad, targets))) and \
+        all(map(_Tensor.is_contiguous, targets))
+
+
 class WritePlan:
     """Checked writes, performed together by :meth:`run`: whole copies, then indexed
     copies, then the other steps (independent of each other: a step never writes into
     what another one replaces)."""
 
-    __slots__ = ("_copies", "_indexed", "_calls")
+    __slots__ = ("_copies", "_async_copies", "_indexed", "_calls")
 
     def __init__(self) -> None:
-        self._copies: list[tuple[_Tensor, _Tensor, bool]] = []
+        # whole copies, ``targets[i].copy_(sources[i])``, as (targets, sources)
+        self._copies: tuple[list[_Tensor], list[_Tensor]] = ([], [])
+        self._async_copies: tuple[list[_Tensor], list[_Tensor]] = ([], [])  # non_blocking
         self._indexed: list[tuple[_Tensor, Any, Any]] = []
         self._calls: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
 
@@ -100,7 +117,9 @@ class WritePlan:
         if index is not _WHOLE:
             self._indexed.append((target, index, source))
         elif target is not source:
-            self._copies.append((target, source, non_blocking))
+            targets, sources = self._async_copies if non_blocking else self._copies
+            targets.append(target)
+            sources.append(source)
 
     def call(self, fn: Callable[..., Any], *args: Any) -> None:
         """Plan ``fn(*args)``, a write already checked by the caller."""
@@ -108,15 +127,32 @@ class WritePlan:
 
     def extend(self, other: WritePlan) -> None:
         """Add the steps of another plan."""
-        self._copies += other._copies
+        for mine, theirs in ((self._copies, other._copies),
+                             (self._async_copies, other._async_copies)):
+            mine[0].extend(theirs[0])
+            mine[1].extend(theirs[1])
         self._indexed += other._indexed
         self._calls += other._calls
 
     def run(self) -> None:
         """Perform every step."""
-        for target, source, non_blocking in self._copies:
-            target.copy_(source, non_blocking=non_blocking)
+        copy_all(*self._copies, non_blocking=False)
+        copy_all(*self._async_copies, non_blocking=True)
         for target, index, source in self._indexed:
             target[index] = source
         for fn, args in self._calls:
             fn(*args)
+
+
+def copy_all(targets: list[_Tensor], sources: list[_Tensor], non_blocking: bool) -> None:
+    """``targets[i].copy_(sources[i])`` for each i: in one ``_foreach_copy_``, unless
+    autograd must record the copies (it has no derivative for it) or dynamo traces them
+    (the loop is its graph)."""
+    if not targets:
+        return
+    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (
+            any(map(_requires_grad, targets)) or any(map(_requires_grad, sources)))):
+        for target, source in zip(targets, sources):
+            target.copy_(source, non_blocking=non_blocking)
+    else:
+        torch._foreach_copy_(targets, sources, non_blocking=non_blocking)

@@ -4,7 +4,11 @@ Operands are numbers, tensors (broadcast against each leaf, with no batch check)
 TensorDicts with the same keys (``default=`` fills keys missing from the other one).
 Numbers and TensorDict operands go through torch's ``_foreach`` kernels: one call for
 all the leaves. In-place forms (``add_``, ``td += 1``, ``exp_``) write into the existing
-leaves. Non-tensor entries are kept as they are.
+leaves, every one checked first. Non-tensor entries are kept as they are.
+
+A dense TensorDict of tensors (the common case) takes a fast path: its leaves, paired
+with the other operand's by :func:`dense_leaf_pairs`, are gathered in one walk and the
+result is rebuilt without the general traversal.
 
 Example:
     >>> import torch
@@ -20,15 +24,23 @@ Example:
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from functools import lru_cache
 from numbers import Number
 from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
+from tensordict._plan import writable_in_place
 
 _Tensor = torch.Tensor
+_shape = operator.attrgetter("shape")
+_dtype = operator.attrgetter("dtype")
+_is_cpu = operator.attrgetter("is_cpu")
+_FLOATS = frozenset({torch.float32, torch.float64})
+#: Python numbers that go through the fast path as ``_foreach`` scalars
+_SCALARS = (float, int, bool)
 
 #: unary ops with ``_foreach`` kernels: ``td.exp()``, ``td.exp_()``, ``torch.exp(td)``
 UNARY = (
@@ -65,6 +77,88 @@ _IN_PLACE: dict[str, Callable[..., Any]] = {
     "maximum": lambda x, y: torch.maximum(x, y, out=x),
     "minimum": lambda x, y: torch.minimum(x, y, out=x),
 }
+
+
+def dense_leaves(entries: dict[str, Any], leaves: list[_Tensor]) -> bool:
+    """Collect the tensor leaves under the entries of a dense TensorDict, in traversal
+    order; False if one of them is anything but a plain tensor or a dense TensorDict
+    (non-tensor data, a lazy stack...: the callers then take the general traversal).
+
+    >>> leaves = []
+    >>> dense_leaves(TensorDict(a=torch.ones(1), n={"b": torch.ones(2)})._tensordict, leaves)
+    True
+    >>> [x.shape[0] for x in leaves]
+    [1, 2]
+    """
+    dense = classes.TensorDict
+    for entry in entries.values():
+        if entry.__class__ is _Tensor:
+            leaves.append(entry)
+        elif not (entry.__class__ is dense and dense_leaves(entry._tensordict, leaves)):
+            return False
+    return True
+
+
+def dense_leaf_pairs(mine: dict[str, Any], theirs: dict[str, Any], xs: list[_Tensor],
+                     ys: list[_Tensor]) -> bool:
+    """Like :func:`dense_leaves` for two dense TensorDicts at once, leaves paired by key;
+    False also if their keys differ at some level.
+
+    >>> xs, ys = [], []
+    >>> td = TensorDict(a=torch.ones(1))
+    >>> dense_leaf_pairs(td._tensordict, td.clone()._tensordict, xs, ys), len(ys)
+    (True, 1)
+    """
+    if len(mine) != len(theirs):
+        return False
+    dense = classes.TensorDict
+    for key, x in mine.items():
+        y = theirs.get(key)  # None if missing: then the keys differ
+        if x.__class__ is _Tensor and y.__class__ is _Tensor:
+            xs.append(x)
+            ys.append(y)
+        elif not (x.__class__ is dense and y.__class__ is dense
+                  and dense_leaf_pairs(x._tensordict, y._tensordict, xs, ys)):
+            return False
+    return True
+
+
+def copy_matching_leaves(td: Any, other: Any, non_blocking: bool = False) -> bool:
+    """The fast path of ``td.copy_(other)`` (and of an ``update_`` from a TensorDict
+    with the same keys): two dense TensorDicts with the same keys whose tensor leaves
+    have the same shapes, and targets writable in place; every leaf copied at once.
+    Returns False, having written nothing, when that does not apply.
+
+    >>> td = TensorDict(a=torch.zeros(2))
+    >>> copy_matching_leaves(td, TensorDict(a=torch.ones(2))), td["a"]
+    (True, tensor([1., 1.]))
+    """
+    mine: list[_Tensor] = []
+    theirs: list[_Tensor] = []
+    if not (td.__class__ is other.__class__ is classes.TensorDict) or \
+            torch.compiler.is_compiling() or \
+            not dense_leaf_pairs(td._tensordict, other._tensordict, mine, theirs) or \
+            list(map(_shape, mine)) != list(map(_shape, theirs)) or \
+            not writable_in_place(mine + theirs):  # (dynamo traces no attrgetter)
+        return False
+    # nothing autograd records (sources included: _foreach_copy_ has no derivative)
+    torch._foreach_copy_(mine, theirs, non_blocking=non_blocking)
+    return True
+
+
+def _rebuild(td: Any, leaves: Iterator[_Tensor]) -> Any:
+    """A dense TensorDict of the structure of ``td`` (one :func:`dense_leaves` accepts)
+    whose tensor leaves are ``leaves``, in order."""
+    out = {}
+    dense = classes.TensorDict
+    for key, entry in td._tensordict.items():
+        out[key] = next(leaves) if entry.__class__ is _Tensor else _rebuild(entry, leaves)
+    return dense._new_unsafe(out, td._batch_size, td._device, td._names)
+
+
+#: binary op name -> its (out-of-place, in-place) ``_foreach`` kernels
+_FOREACH = {name: (getattr(torch, f"_foreach_{foreach}"), getattr(torch, f"_foreach_{foreach}_"))
+            for name, (_, foreach, _) in BINARY.items() if foreach is not None}
 
 
 def _is_collection(value: Any) -> bool:
@@ -167,6 +261,11 @@ def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
     In place, every leaf is checked before the first one is written.
     """
     fn, foreach, _ = BINARY[name]
+    if foreach is not None and not kwargs and td.__class__ is classes.TensorDict and \
+            not torch.compiler.is_compiling():  # (dynamo traces no attrgetter)
+        result = _dense_binary(td, name, other, inplace)
+        if result is not None:
+            return result
     if _is_collection(other):
         leaves, operand = _paired_leaves(td, other, default)
         if any(not isinstance(o, _Tensor) for o in operand):
@@ -177,8 +276,8 @@ def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
         return td if inplace else td.copy()
     if inplace:
         _check_writable(td, name, leaves, operand, other, default)
-    if foreach is not None and not kwargs.get("alpha") and not isinstance(operand, _Tensor):
-        kernel = getattr(torch, f"_foreach_{foreach}_" if inplace else f"_foreach_{foreach}")
+    if foreach is not None and not kwargs and not isinstance(operand, _Tensor):
+        kernel = _FOREACH[name][inplace]
         try:
             result = kernel(leaves, operand)
         except (RuntimeError, TypeError):
@@ -194,22 +293,103 @@ def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
     return _leafwise(td, name, lambda x, y: fn(x, y, **kwargs), (other,), default)
 
 
+def _dense_binary(td: Any, name: str, other: Any, inplace: bool) -> Any:
+    """The fast path of :func:`binary`: ``td`` a dense TensorDict of tensors and ``other``
+    a Python number or a dense TensorDict with the same keys; the leaves are gathered in
+    one walk and computed in one ``_foreach`` call. None, having written nothing, when
+    that does not apply: in place, also when a result does not fit its leaf as it is
+    (broadcasting, casting); out of place, when the kernel fails. The general path then
+    handles it (and names the failing key)."""
+    xs: list[_Tensor] = []
+    operand: Any
+    if other.__class__ is classes.TensorDict:
+        operand = []
+        if not dense_leaf_pairs(td._tensordict, other._tensordict, xs, operand):
+            return None
+    elif other.__class__ in _SCALARS:
+        operand = other
+        if not dense_leaves(td._tensordict, xs):
+            return None
+    else:
+        return None
+    if not xs or (inplace and not _fits(name, xs, operand)):
+        return None
+    if operand.__class__ is not list and (name == "mul" or name == "div"):
+        operand = _scalar_tensor(xs, operand)
+    if inplace:
+        _FOREACH[name][1](xs, operand)
+        return td
+    try:
+        result = _FOREACH[name][0](xs, operand)
+    except (RuntimeError, TypeError):
+        return None
+    return _rebuild(td, iter(result))
+
+
+def _scalar_tensor(xs: list[_Tensor], number: Any) -> Any:
+    """``number`` as a 0-dim tensor, which the ``_foreach`` kernels of mul and div take
+    several times faster than a Python number (no tensor made per leaf), where that
+    gives the very same values: CPU leaves all float32 or all float64 (a Python number
+    is computed in the leaves' precision there). ``number`` itself otherwise."""
+    dtypes = set(map(_dtype, xs))
+    if len(dtypes) == 1 and dtypes <= _FLOATS and all(map(_is_cpu, xs)):
+        try:
+            return torch.tensor(number, dtype=dtypes.pop())
+        except (RuntimeError, OverflowError):  # out of the dtype's range: as torch says
+            pass
+    return number
+
+
+def _fits(name: str, xs: list[_Tensor], operand: Any) -> bool:
+    """Whether ``x.<name>_(y)`` fits every leaf ``x`` as it is: an operand leaf of the
+    same shape (no broadcasting) and a result dtype that casts to the leaf's."""
+    if operand.__class__ is list:
+        if list(map(_shape, xs)) != list(map(_shape, operand)):
+            return False
+        for dtype, other in set(zip(map(_dtype, xs), map(_dtype, operand))):
+            if not _result_fits(name, dtype, other):
+                return False
+        return True
+    kind = operand.__class__
+    for dtype in set(map(_dtype, xs)):
+        if not _result_fits(name, dtype, kind):
+            return False
+    return True
+
+
+@lru_cache(maxsize=4096)
+def _result_fits(name: str, dtype: torch.dtype, other: torch.dtype | type) -> bool:
+    """Whether ``name``'s result for a tensor of ``dtype`` and an operand of the same shape
+    and dtype ``other``, or a Python number of type ``other``, casts to ``dtype``."""
+    operand = torch.empty((), dtype=other) if isinstance(other, torch.dtype) else other(1)
+    return _writable(torch.empty((), dtype=dtype), operand, name)
+
+
+@lru_cache(maxsize=1024)
+def _unary_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
+    """The dtype of ``torch.<name>`` of a tensor of ``dtype``."""
+    return getattr(torch, name)(torch.ones((), dtype=dtype)).dtype
+
+
 def unary(td: Any, name: str, *, inplace: bool = False) -> Any:
     """``torch.<name>`` of every leaf in one ``_foreach`` call."""
-    leaves = td._tensor_leaves()
+    leaves: list[_Tensor] = []
+    dense = td.__class__ is classes.TensorDict and dense_leaves(td._tensordict, leaves)
+    if not dense:
+        leaves = td._tensor_leaves()
     if not leaves:
         return td if inplace else td.copy()
     if inplace:
-        fn = getattr(torch, name)
         for dtype in {x.dtype for x in leaves}:
-            result = fn(torch.ones((), dtype=dtype)).dtype
+            result = _unary_dtype(name, dtype)
             if not torch.can_cast(result, dtype):
                 key = next(k for k, v in td.items(True, True) if v.dtype == dtype)
                 raise RuntimeError(f"{name}_ cannot write its {result} result into the leaf "
                                    f"{key!r} of dtype {dtype}")
         getattr(torch, f"_foreach_{name}_")(leaves)
         return td
-    return td._from_leaves(getattr(torch, f"_foreach_{name}")(leaves))
+    result = getattr(torch, f"_foreach_{name}")(leaves)
+    return _rebuild(td, iter(result)) if dense else td._from_leaves(result)
 
 
 def _make_unary(name: str, inplace: bool) -> Callable[..., Any]:
@@ -361,9 +541,9 @@ class PointwiseMixin:
         >>> td.copy_(TensorDict(a=torch.ones(2)))["a"]
         tensor([1., 1.])
         """
-        mine, theirs = _paired_leaves(self, tensordict, NO_DEFAULT)
-        if mine:
-            torch._foreach_copy_(mine, theirs, non_blocking=non_blocking)
+        if not copy_matching_leaves(self, tensordict, non_blocking):
+            _check_keys(self, (tensordict,), NO_DEFAULT)
+            self.update_(tensordict, non_blocking=non_blocking)  # checked, naming the key
         return self
 
     def __rsub__(self, other: Any) -> Any:

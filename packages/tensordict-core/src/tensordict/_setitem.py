@@ -5,6 +5,11 @@ target) on first write, so ``td = TensorDict(batch_size=[N]); td[i] = sample`` f
 preallocated TensorDict in any index order. Every write is checked before the first
 one happens: a failed ``td[idx] = value`` leaves ``td`` as it was.
 
+The common case, a TensorDict of the same keys and leaf shapes written at an int, a
+slice or a 1-d index tensor, takes a fast path (one pass of checks over the paired
+leaves, then one ``_foreach_copy_`` or an ``index_put_`` per leaf); anything else, or
+anything that does not fit, goes through a :class:`~tensordict._plan.WritePlan`.
+
 Example:
     >>> import torch
     >>> from tensordict import TensorDict
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
+from operator import attrgetter, itemgetter, ne
 from typing import Any
 
 import torch
@@ -27,14 +33,112 @@ import torch
 from tensordict import errors
 from tensordict._collection import classes, is_tensor_collection
 from tensordict._nontensor import NonTensorData, same_value
-from tensordict._plan import WritePlan, broadcasts_to
+from tensordict._plan import WritePlan, broadcasts_to, writable_in_place
+from tensordict._pointwise import dense_leaf_pairs
 from tensordict._shapes import check_bounds, indexed_size, masks_to_indices, normalize_index
 from tensordict._stack import entries_of, flatten_nested, map_nested
+
+_Tensor = torch.Tensor
+_shape = attrgetter("shape")
+_dtype = attrgetter("dtype")
+_requires_grad = attrgetter("requires_grad")
 
 
 def set_at_index(td: Any, index: Any, value: Any) -> None:
     """Write ``value`` (a TensorDict, mapping, tensor or number) into ``td[index]``."""
-    plan_at_index(td, index, value).run()
+    if value.__class__ is not classes.TensorDict or torch.compiler.is_compiling() or not (
+            _copy_rows(td, index, value) if index.__class__ is _Tensor
+            else _copy_matching(td, index, value)):  # (dynamo traces no attrgetter)
+        plan_at_index(td, index, value).run()
+
+
+def _copy_matching(td: Any, index: Any, value: Any) -> bool:
+    """The fast path of ``td[index] = value`` for the common case: an int or a slice,
+    ``value`` a TensorDict with the same keys whose every leaf is a plain tensor of the
+    very shape of the part of ``td`` it goes to, and targets that can be written in place
+    (:func:`~tensordict._plan.writable_in_place`). Everything is checked first, then one
+    ``_foreach_copy_`` writes every leaf. Returns False, having written nothing, when the
+    case does not apply: the general path then plans the write (and names what does not
+    fit).
+
+    >>> td = TensorDict(a=torch.zeros(3, 2), batch_size=[3])
+    >>> _copy_matching(td, -1, TensorDict(a=torch.ones(2))), td["a"][2]
+    (True, tensor([1., 1.]))
+    >>> _copy_matching(td, 0, TensorDict(a=torch.ones(1)))  # broadcast: the general path
+    False
+    """
+    batch = td._batch_size
+    if index.__class__ is int:
+        if not batch or not -batch[0] <= index < batch[0]:
+            return False
+        ndim = len(batch) - 1
+    elif index.__class__ is slice and index.step is None and batch:
+        ndim = len(batch)
+    else:
+        return False
+    targets: list[_Tensor] = []
+    sources: list[_Tensor] = []
+    if len(value._batch_size) != ndim or not dense_leaf_pairs(
+            td._tensordict, value._tensordict, targets, sources):
+        return False
+    if not writable_in_place(targets) or (
+            torch.is_grad_enabled() and any(map(_requires_grad, sources))):
+        return False  # (_foreach_copy_ has no derivative)
+    try:
+        views = [target[index] for target in targets]
+        if list(map(_shape, views)) != list(map(_shape, sources)):
+            return False
+    except (TypeError, RuntimeError):  # a slice of odd bounds, a nested tensor...
+        return False
+    if views:
+        torch._foreach_copy_(views, sources)
+    return True
+
+
+def _copy_rows(td: Any, index: _Tensor, value: Any) -> bool:
+    """The fast path of ``td[index] = value`` for a 1-d tensor of indices (or a mask) on
+    the first batch dim: like :func:`_copy_matching` (the index checked once), each leaf
+    written by one ``index_put_``, the leaves of equal dtypes as it needs.
+
+    >>> td = TensorDict(a=torch.zeros(3), batch_size=[3])
+    >>> _copy_rows(td, torch.tensor([0, -1]), TensorDict(a=torch.ones(2), batch_size=[2]))
+    True
+    >>> td["a"]
+    tensor([1., 0., 1.])
+    """
+    batch = td._batch_size
+    if index.ndim != 1 or not batch:
+        return False
+    if index.dtype is torch.bool:
+        if index.shape[0] != batch[0]:
+            return False
+        index = index.nonzero().squeeze(1)
+    elif index.dtype is torch.int64:
+        if index.is_cpu and index.shape[0] <= 128:  # a few rows: faster than aminmax
+            rows = index.tolist()
+            if rows and (min(rows) < -batch[0] or max(rows) >= batch[0]):
+                return False  # (the general path raises the IndexError)
+        else:
+            check_bounds((index,), batch)
+    else:
+        return False
+    size = value._batch_size
+    ndim = len(batch)
+    if len(size) != ndim or size[0] != index.shape[0] or (ndim > 1 and size[1:] != batch[1:]):
+        return False
+    targets: list[_Tensor] = []
+    sources: list[_Tensor] = []
+    if not dense_leaf_pairs(td._tensordict, value._tensordict, targets, sources) or \
+            not writable_in_place(targets):
+        return False
+    tail = itemgetter(slice(ndim, None))  # the dims after the batch
+    if any(map(ne, map(tail, map(_shape, targets)), map(tail, map(_shape, sources)))) or \
+            list(map(_dtype, targets)) != list(map(_dtype, sources)):
+        return False
+    parts = (index,)
+    for target, source in zip(targets, sources):
+        torch.index_put_(target, parts, source)
+    return True
 
 
 def plan_at_index(td: Any, index: Any, value: Any) -> WritePlan:

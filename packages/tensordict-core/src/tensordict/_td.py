@@ -278,6 +278,9 @@ class TensorDict(MapMixin, TensorDictBase):
         return self._index(index)
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        if key.__class__ is int or key.__class__ is slice or key.__class__ is _Tensor:
+            set_at_index(self, key, value)  # td[i] = step: straight to the indexed write
+            return
         if key.__class__ is str and value.__class__ is _Tensor and self._device is None \
                 and not self._is_locked:
             batch_size = self._batch_size
