@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from tensordict._collection import NO_DEFAULT
+from tensordict._pointwise import cast_leaves
 from tensordict._reductions import reduce_fully
 from tensordict._shapes import as_device
 
@@ -70,9 +71,10 @@ class DeviceMixin:
         (True, True, torch.Size([]))
         """
         device, dtype, batch_size, non_blocking = _parse_to_args(*args, **kwargs)
-        if dtype is None and device is None:
-            out = self
-        else:
+        out = self if dtype is None and device is None else None
+        if out is None and device is None:
+            out = cast_leaves(self, dtype)  # a dense TensorDict: one _foreach call
+        if out is None:
             # non_blocking only when set: each keyword costs torch's argument parser time
             to_kwargs: dict[str, Any] = {"non_blocking": True} if non_blocking else {}
             if device is not None:

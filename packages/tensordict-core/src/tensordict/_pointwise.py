@@ -146,6 +146,29 @@ def copy_matching_leaves(td: Any, other: Any, non_blocking: bool = False) -> boo
     return True
 
 
+def cast_leaves(td: Any, dtype: torch.dtype) -> Any:
+    """``td.to(dtype)`` of a dense TensorDict as new tensors filled by one
+    ``_foreach_copy_`` (torch's cast is slower leaf by leaf); None when that does not
+    apply (a leaf autograd tracks or a nested tensor, another kind of collection).
+
+    >>> cast_leaves(TensorDict(a=torch.ones(2)), torch.float64)["a"].dtype
+    torch.float64
+    """
+    leaves: list[_Tensor] = []
+    if td.__class__ is not classes.TensorDict or torch.compiler.is_compiling() or \
+            not dense_leaves(td._tensordict, leaves) or any(map(_needs_own_cast, leaves)):
+        return None
+    outs = [x if x.dtype is dtype else torch.empty_like(x, dtype=dtype) for x in leaves]
+    targets = [out for out, x in zip(outs, leaves) if out is not x]
+    if targets:
+        torch._foreach_copy_(targets, [x for out, x in zip(outs, leaves) if out is not x])
+    return _rebuild(td, iter(outs))
+
+
+def _needs_own_cast(x: _Tensor) -> bool:
+    return x.requires_grad or x.is_nested
+
+
 def _rebuild(td: Any, leaves: Iterator[_Tensor]) -> Any:
     """A dense TensorDict of the structure of ``td`` (one :func:`dense_leaves` accepts)
     whose tensor leaves are ``leaves``, in order."""
