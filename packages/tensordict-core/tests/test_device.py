@@ -142,3 +142,21 @@ def test_seed_apply_examples():
     assert td.view(3, 1).batch_size == torch.Size([3, 1])
     assert td.unsqueeze(-1).batch_size == torch.Size([3, 1])
     assert td.reshape(-1).batch_size == torch.Size([3])
+
+
+def test_to_tensordict_copies_into_plain_unlocked_tensordicts():
+    from tensordict import LazyStackedTensorDict, NonTensorData
+
+    td = TensorDict({"a": torch.zeros(2), "n": {"b": torch.ones(2)},
+                     "s": NonTensorData("x", batch_size=[2]), "z": None}, [2], names=["t"])
+    td.lock_()
+    out = td.to_tensordict()
+    assert type(out) is TensorDict and not out.is_locked and out.names == ["t"]
+    assert out["a"].data_ptr() != td["a"].data_ptr() and (out == td).all()
+    assert set(out.keys()) == {"a", "n", "s", "z"} and out["s"] == "x"
+    out["a"] += 1
+    assert td["a"].sum() == 0  # a copy
+    stack = LazyStackedTensorDict.lazy_stack([td[0], td[1]])
+    dense = TensorDict({"stack": stack}, [2]).to_tensordict()
+    assert type(dense["stack"]) is TensorDict and dense["stack", "n", "b"].shape == (2,)
+    assert td.to_tensordict(retain_none=False)["z"] is None

@@ -306,3 +306,19 @@ def test_dim_names_reach_nested_instances():
     assert o[1:].inner.names == ["t"] and o.unsqueeze(0).inner.names == [None, "t"]
     o.names = None
     assert o.inner.names == [None]
+
+
+def test_to_tensordict_gives_a_tensordict_copy_of_the_fields():
+    from tensordict import tensorclass
+
+    @tensorclass
+    class Pair:
+        x: torch.Tensor
+        tag: str
+
+    pair = Pair(x=torch.zeros(2), tag="a", batch_size=[2])
+    out = pair.to_tensordict()
+    assert type(out) is TensorDict and out["tag"] == "a"
+    assert out["x"].data_ptr() != pair.x.data_ptr() and out.batch_size == (2,)
+    nested = TensorDict({"p": pair}, [2]).to_tensordict()
+    assert type(nested["p"]) is TensorDict

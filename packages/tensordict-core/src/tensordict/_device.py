@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT
+from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._pointwise import cast_leaves
 from tensordict._reductions import reduce_fully
 from tensordict._shapes import as_device
@@ -104,6 +104,32 @@ class DeviceMixin:
         if recurse:
             return self._apply_nest(lambda x: x.clone(), filter_empty=False)
         return self._apply_nest(lambda x: x, filter_empty=False)
+
+    def to_tensordict(self, *, retain_none: bool | None = None) -> Any:
+        """A :class:`TensorDict` copy: every tensor cloned, every sub-collection (a lazy
+        stack, a tensorclass, a locked or memory-mapped TensorDict) a TensorDict too,
+        unlocked, with the batch size, device and dim names. ``retain_none`` is accepted
+        as upstream's is: entries holding ``None`` are kept either way.
+
+        >>> stack = TensorDict.lazy_stack([TensorDict(a=torch.zeros(2)).lock_()] * 2)
+        >>> out = stack.to_tensordict()
+        >>> type(out).__name__, out.batch_size, out.is_locked
+        ('TensorDict', torch.Size([2]), False)
+        """
+        entries: dict[str, Any] = {}
+        for key in self._keys_str():
+            value = self._get_str(key)
+            if isinstance(value, torch.Tensor):
+                value = value.clone()
+            elif getattr(value, "_is_non_tensor", False):
+                value = value.clone()
+            elif is_tensor_collection(value):
+                value = value.to_tensordict(retain_none=retain_none)
+            entries[key] = value
+        names = tuple(self.names)
+        return classes.TensorDict._new_unsafe(entries, self.batch_size, self.device,
+                                              names if any(n is not None for n in names)
+                                              else None)
 
     def detach(self) -> Any:
         """A TensorDict of detached tensors."""
