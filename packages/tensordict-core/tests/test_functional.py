@@ -260,3 +260,24 @@ def test_as_module_needs_nn():
         pytest.skip("tensordict-nn has no TensorDictParams yet")
     params = TensorDict.from_module(nn.Linear(2, 2), as_module=True)
     assert isinstance(params, nn.Module)
+
+
+def test_to_module_without_preserving_module_state_sets_plain_attributes_until_exit():
+    net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3))
+    params = [name for name, _ in net.named_parameters()]
+    buffers = [name for name, _ in net.named_buffers()]
+    weight = net[0].weight
+    zeros = TensorDict.from_module(net).data.apply(torch.zeros_like)
+    with zeros.to_module(net, preserve_module_state=False):
+        assert type(net[0].weight) is torch.Tensor and not list(net.parameters())
+        assert net[0].weight.sum() == 0 and "weight" in net[0].__dict__
+        swapped_again = zeros.apply(torch.ones_like).to_module(net, preserve_module_state=False)
+        assert net[0].weight.sum() == 6  # a plain attribute can be swapped again
+        swapped_again.to_module(net, preserve_module_state=False, return_swap=False)
+    assert net[0].weight is weight and "weight" not in net[0].__dict__
+    assert [name for name, _ in net.named_parameters()] == params  # the order is kept
+    assert [name for name, _ in net.named_buffers()] == buffers
+    with pytest.raises(KeyError):  # an unknown key: every write undone
+        TensorDict({"0": {"weight": torch.zeros(3, 2), "nope": torch.zeros(1)}}).to_module(
+            net, preserve_module_state=False)
+    assert net[0].weight is weight and "weight" in net[0]._parameters

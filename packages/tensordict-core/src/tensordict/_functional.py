@@ -141,8 +141,10 @@ class FunctionalMixin:
             use_state_dict: load through ``module.load_state_dict`` (hooks apply);
                 copies unless ``inplace=False`` is given.
             non_blocking: for the copies of ``inplace``.
-            preserve_module_state: accepted for upstream's signature: only tensors are
-                swapped, so the module's other state (``training``, hooks) is always kept.
+            preserve_module_state: with ``False``, the tensors go in as plain attributes
+                of the modules (no longer registered as parameters or buffers, not wrapped
+                in ``nn.Parameter``) until the ``with`` block ends, as upstream does; the
+                module's other state (``training``, hooks) is always kept.
             memo: internal, tracks modules met twice (shared submodules).
 
         >>> import torch
@@ -161,8 +163,9 @@ class FunctionalMixin:
         if use_state_dict:
             swap = _load_state_dict_into(self, module, inplace, return_swap or swap_dest)
         else:
-            swap = _Swap(bool(inplace), return_swap or swap_dest is not None, non_blocking,
-                         memo).run(self, module)
+            swapper = _Swap(bool(inplace), return_swap or swap_dest is not None, non_blocking,
+                            memo, preserve_module_state)
+            swap = swapper.run(self, module)
         if swap is None:
             return None
         if swap_dest is not None:
@@ -173,8 +176,8 @@ class FunctionalMixin:
         if inplace or use_state_dict:
             swap._push_exit(lambda td: td.to_module(module, inplace=inplace, return_swap=False,
                                                     use_state_dict=use_state_dict))
-        else:
-            swap._push_exit(lambda td: _put_back(td, module))
+        else:  # leaving the with block undoes every write (the log holds no TensorDict)
+            swap._push_exit(lambda td, undo=swapper.undo: _undo(undo))
         return swap
 
 
@@ -225,27 +228,25 @@ class _Swap:
     """One ``to_module`` write: its settings, the modules met so far and an undo log
     (an unknown key raises KeyError after every write done so far is undone)."""
 
-    __slots__ = ("inplace", "keep", "non_blocking", "memo", "wrap", "undo", "td_cls")
+    __slots__ = ("inplace", "keep", "non_blocking", "memo", "wrap", "as_attributes", "undo",
+                 "td_cls")
 
     def __init__(self, inplace: bool, keep: bool, non_blocking: bool,
-                 memo: dict[int, Any] | None) -> None:
+                 memo: dict[int, Any] | None, preserve_module_state: bool = True) -> None:
         self.inplace, self.keep, self.non_blocking = inplace, keep, non_blocking
         self.memo = {} if memo is None else memo
-        # plain tensors replacing parameters become parameters, except while compiling
-        self.wrap = not torch.compiler.is_compiling()
-        self.undo: list[tuple[dict[str, Any], str, _Tensor, _Tensor | None]] = []
+        # plain tensors replacing parameters become parameters, except while compiling or
+        # when they go in as plain attributes
+        self.as_attributes = not preserve_module_state
+        self.wrap = preserve_module_state and not torch.compiler.is_compiling()
+        self.undo: list[tuple[Any, str, _Tensor, _Tensor | None]] = []
         self.td_cls = classes.TensorDict
 
     def run(self, td: Any, module: nn.Module) -> Any:
         try:
             return self._swap(td, module, ())
         except KeyError:
-            for slots, key, old, saved in reversed(self.undo):
-                if saved is None:
-                    slots[key] = old
-                else:
-                    with torch.no_grad():
-                        old.copy_(saved)
+            _undo(self.undo)
             raise
 
     def _swap(self, td: Any, module: nn.Module, path: tuple[str, ...]) -> Any:
@@ -261,6 +262,8 @@ class _Swap:
         for key, value in entries.items():
             if isinstance(value, _Tensor):
                 slots = params if key in params else buffers if key in buffers else None
+                if slots is None and isinstance(module.__dict__.get(key), _Tensor):
+                    slots = module.__dict__  # held as a plain attribute by an earlier swap
                 if slots is None:
                     raise KeyError(f"to_module: {path + (key,)!r} is not a parameter or buffer "
                                    f"of {type(module).__name__}")
@@ -276,8 +279,13 @@ class _Swap:
                         and value.grad_fn is None and not _is_functorch_wrapped(value)
                         and _is_parameter(old)):
                     value = nn.Parameter(value, requires_grad=old.requires_grad)
-                undo.append((slots, key, old, None))
-                slots[key] = value
+                if self.as_attributes and slots is not module.__dict__:
+                    undo.append((_Registered(module, slots), key, old, None))
+                    del slots[key]  # a plain attribute, registered again by the undo
+                    module.__dict__[key] = value
+                else:
+                    undo.append((slots, key, old, None))
+                    slots[key] = value
                 swapped[key] = old
             elif type(value) is td_cls or (isinstance(value, classes.TensorDictBase)
                                            and not getattr(value, "_is_non_tensor", False)):
@@ -292,16 +300,33 @@ class _Swap:
         return self.memo.setdefault(id(module), td_cls._new_unsafe(swapped, _SIZE0))
 
 
-def _put_back(swap: Any, module: nn.Module) -> None:
-    """Restore the tensors a ``to_module`` call replaced (``swap`` is what it returned)."""
-    params, buffers = module._parameters, module._buffers
-    entries = (swap._tensordict if type(swap) is classes.TensorDict
-               else {key: swap._get_str(key) for key in swap._keys_str()})
-    for key, value in entries.items():
-        if isinstance(value, _Tensor):
-            (params if key in params else buffers)[key] = value
+def _undo(log: list[tuple[Any, str, _Tensor, _Tensor | None]]) -> None:
+    """Undo the writes of a :class:`_Swap` (its ``undo`` log), last first."""
+    for slots, key, old, saved in reversed(log):
+        if saved is None:
+            slots[key] = old
         else:
-            _put_back(value, module._modules[key])
+            with torch.no_grad():
+                old.copy_(saved)
+
+
+class _Registered:
+    """Where a tensor swapped in as a plain attribute goes back: its module's parameters
+    or buffers (``slots``), in their order (``module.parameters()`` keeps it), the
+    attribute removed."""
+
+    __slots__ = ("module", "slots", "order")
+
+    def __init__(self, module: nn.Module, slots: dict[str, Any]) -> None:
+        self.module, self.slots, self.order = module, slots, list(slots)
+
+    def __setitem__(self, key: str, value: _Tensor) -> None:
+        self.module.__dict__.pop(key, None)
+        slots = self.slots
+        entries = {**slots, key: value}
+        slots.clear()
+        slots.update({name: entries.pop(name) for name in self.order if name in entries})
+        slots.update(entries)
 
 
 def _is_parameter(tensor: _Tensor) -> bool:
