@@ -277,6 +277,12 @@ def test_to_module_without_preserving_module_state_sets_plain_attributes_until_e
     assert net[0].weight is weight and "weight" not in net[0].__dict__
     assert [name for name, _ in net.named_parameters()] == params  # the order is kept
     assert [name for name, _ in net.named_buffers()] == buffers
+    as_params = TensorDict.from_module(net).apply(
+        lambda x: torch.nn.Parameter(x.detach() * 0) if isinstance(x, torch.nn.Parameter) else x)
+    with as_params.to_module(net, preserve_module_state=False):  # parameters stay registered
+        assert type(net[0].weight) is torch.nn.Parameter and len(list(net.parameters())) == 4
+    with zeros.to_module(net, preserve_module_state=False):  # buffers stay registered too
+        assert list(net[1]._buffers) == ["running_mean", "running_var", "num_batches_tracked"]
     with pytest.raises(KeyError):  # an unknown key: every write undone
         TensorDict({"0": {"weight": torch.zeros(3, 2), "nope": torch.zeros(1)}}).to_module(
             net, preserve_module_state=False)

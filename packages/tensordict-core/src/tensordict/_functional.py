@@ -141,10 +141,12 @@ class FunctionalMixin:
             use_state_dict: load through ``module.load_state_dict`` (hooks apply);
                 copies unless ``inplace=False`` is given.
             non_blocking: for the copies of ``inplace``.
-            preserve_module_state: with ``False``, the tensors go in as plain attributes
-                of the modules (no longer registered as parameters or buffers, not wrapped
-                in ``nn.Parameter``) until the ``with`` block ends, as upstream does; the
-                module's other state (``training``, hooks) is always kept.
+            preserve_module_state: with ``False``, a plain tensor taking the place of a
+                parameter goes in as a plain attribute of the module (no longer a
+                registered parameter, not wrapped in ``nn.Parameter``) until the ``with``
+                block ends, as upstream does; buffers and ``nn.Parameter`` values are
+                registered as usual. The module's other state (``training``, hooks) is
+                always kept.
             memo: internal, tracks modules met twice (shared submodules).
 
         >>> import torch
@@ -279,7 +281,7 @@ class _Swap:
                         and value.grad_fn is None and not _is_functorch_wrapped(value)
                         and _is_parameter(old)):
                     value = nn.Parameter(value, requires_grad=old.requires_grad)
-                if self.as_attributes and slots is not module.__dict__:
+                if self.as_attributes and slots is params and not _is_parameter(value):
                     undo.append((_Registered(module, slots), key, old, None))
                     del slots[key]  # a plain attribute, registered again by the undo
                     module.__dict__[key] = value
