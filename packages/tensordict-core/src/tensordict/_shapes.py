@@ -29,13 +29,6 @@ def as_size(batch_size: Any) -> torch.Size:
         size = batch_size
     elif batch_size is None:
         return torch.Size()
-    elif batch_size.__class__ is list or batch_size.__class__ is tuple:
-        try:
-            size = torch.Size(batch_size)
-        except TypeError as err:
-            raise TypeError(
-                f"batch_size must be an int or a sequence of ints, got {batch_size!r}"
-            ) from err
     elif isinstance(batch_size, (int, np.integer)):
         size = torch.Size([int(batch_size)])
     elif isinstance(batch_size, torch.Tensor):

@@ -278,9 +278,6 @@ class TensorDict(MapMixin, TensorDictBase):
         return self._index(index)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        if key.__class__ is int or key.__class__ is slice or key.__class__ is _Tensor:
-            set_at_index(self, key, value)  # td[i] = step: straight to the indexed write
-            return
         if key.__class__ is str and value.__class__ is _Tensor and self._device is None \
                 and not self._is_locked:
             batch_size = self._batch_size
@@ -303,6 +300,9 @@ class TensorDict(MapMixin, TensorDictBase):
                 if node.__class__ is TensorDict and key[-1].__class__ is str:
                     node[key[-1]] = value
                     return
+        elif key.__class__ is int or key.__class__ is slice or key.__class__ is _Tensor:
+            set_at_index(self, key, value)  # td[i] = step: straight to the indexed write
+            return
         TensorDictBase.__setitem__(self, key, value)
 
     def update(self, input_dict_or_td: Mapping[NestedKey, Any] | TensorDictBase,

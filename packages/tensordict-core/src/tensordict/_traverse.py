@@ -92,9 +92,7 @@ class TraverseMixin:
                 if value.__class__ is _Tensor or isinstance(value, _Tensor):
                     new = fn(*key_arg, value, *other_values) if named else fn(value,
                                                                               *other_values)
-                    if ndim and isinstance(new, _Tensor) and not new.is_nested and (
-                            (not new.ndim or new.shape[0] != expected[0]) if ndim == 1
-                            else new.shape[:ndim] != expected):
+                    if ndim and _off_batch(new, expected, ndim):
                         raise errors.batch_mismatch(prefix + (key,) if prefix else key,
                                                     new.shape, expected)
                 elif (call_on_nested or (is_leaf is not None and is_leaf(type(value)))) and not (
@@ -103,20 +101,10 @@ class TraverseMixin:
                     new = fn(*key_arg, value, *other_values) if named else fn(value,
                                                                               *other_values)
                 elif getattr(value, "_is_non_tensor", False):
-                    if batch_size is not None:
-                        child_size = batch_size + value.batch_size[parent_ndim:]
-                        new = value._restructure(fn, child_size)
-                    else:
-                        new = value
-                    if device is not NO_DEFAULT and new.device != device:
-                        new = new.to(device)
+                    new = _moved_non_tensor(value, fn, batch_size, parent_ndim, device)
                 else:
-                    child_size = (None if batch_size is None
-                                  else batch_size + value.batch_size[parent_ndim:])
-                    child_names = NO_DEFAULT
-                    if names is not NO_DEFAULT:
-                        more = value.names[parent_ndim:]
-                        child_names = None if names is None else tuple(names) + tuple(more)
+                    child_size, child_names = _child_shape(value, batch_size, names,
+                                                           parent_ndim)
                     new = value._apply_nest(
                         fn, *other_values, batch_size=child_size, names=child_names,
                         device=device, inplace=inplace, call_on_nested=call_on_nested,
@@ -138,22 +126,14 @@ class TraverseMixin:
                 else:
                     out[key] = new
         except (RuntimeError, ValueError, TypeError, IndexError) as err:
-            keyed = None if key is None else errors.with_key(err, prefix + (key,))
-            if keyed is None:
-                raise
-            raise keyed from err
+            _raise_keyed(err, key, prefix)
         if own_plan:
             plan.run()
         if not kept and _filtered(filter_empty, bool(self._tensordict)):
             return None
         if inplace:
             return self
-        if names is NO_DEFAULT:
-            names = self._names if batch_size is None or len(batch_size) == parent_ndim else None
-        elif names is not None:
-            names = tuple(names)
-            if not any(n is not None for n in names):
-                names = None
+        names = _result_names(names, self._names, batch_size, parent_ndim)
         return type(self)._new_unsafe(
             out,
             self._batch_size if batch_size is None else batch_size,
@@ -176,25 +156,14 @@ class TraverseMixin:
             for key, value in self._tensordict.items():
                 if value.__class__ is _Tensor or isinstance(value, _Tensor):
                     new = fn(value)
-                    if ndim and isinstance(new, _Tensor) and not new.is_nested and (
-                            (not new.ndim or new.shape[0] != expected[0]) if ndim == 1
-                            else new.shape[:ndim] != expected):
+                    if ndim and _off_batch(new, expected, ndim):
                         raise errors.batch_mismatch(prefix + (key,) if prefix else key,
                                                     new.shape, expected)
                 elif getattr(value, "_is_non_tensor", False):
-                    if batch_size is not None:
-                        new = value._restructure(fn, batch_size + value.batch_size[parent_ndim:])
-                    else:
-                        new = value
-                    if device is not NO_DEFAULT and new.device != device:
-                        new = new.to(device)
+                    new = _moved_non_tensor(value, fn, batch_size, parent_ndim, device)
                 else:
-                    child_size = (None if batch_size is None
-                                  else batch_size + value.batch_size[parent_ndim:])
-                    child_names = NO_DEFAULT
-                    if names is not NO_DEFAULT:
-                        more = value.names[parent_ndim:]
-                        child_names = None if names is None else tuple(names) + tuple(more)
+                    child_size, child_names = _child_shape(value, batch_size, names,
+                                                           parent_ndim)
                     if value.__class__ is own_class:
                         new = value._map_leaves(fn, child_size, child_names, device,
                                                 filter_empty, prefix + (key,), check_shapes)
@@ -206,18 +175,10 @@ class TraverseMixin:
                 if new is not None:
                     out[key] = new
         except (RuntimeError, ValueError, TypeError, IndexError) as err:
-            keyed = None if key is None else errors.with_key(err, prefix + (key,))
-            if keyed is None:
-                raise
-            raise keyed from err
+            _raise_keyed(err, key, prefix)
         if not out and _filtered(filter_empty, bool(self._tensordict)):
             return None
-        if names is NO_DEFAULT:
-            names = self._names if batch_size is None or len(batch_size) == parent_ndim else None
-        elif names is not None:
-            names = tuple(names)
-            if not any(n is not None for n in names):
-                names = None
+        names = _result_names(names, self._names, batch_size, parent_ndim)
         return own_class._new_unsafe(
             out,
             self._batch_size if batch_size is None else batch_size,
@@ -392,6 +353,55 @@ class TraverseMixin:
         """A TensorDict of this structure whose tensor leaves are ``leaves``, in order."""
         it = iter(leaves)
         return self._apply_nest(lambda _: next(it), filter_empty=False, **kwargs)
+
+
+def _off_batch(new: Any, expected: torch.Size, ndim: int) -> bool:
+    """Whether ``new``, a result of fn, is a tensor whose leading dims are not
+    ``expected`` (``ndim`` of them)."""
+    return isinstance(new, _Tensor) and not new.is_nested and (
+        (not new.ndim or new.shape[0] != expected[0]) if ndim == 1
+        else new.shape[:ndim] != expected)
+
+
+def _moved_non_tensor(value: Any, fn: Callable[..., Any], batch_size: torch.Size | None,
+                      parent_ndim: int, device: Any) -> Any:
+    """Non-tensor data of a traversal: moved with the batch (``batch_size`` given) and
+    to ``device``, otherwise kept."""
+    new = value if batch_size is None else value._restructure(
+        fn, batch_size + value.batch_size[parent_ndim:])
+    if device is not NO_DEFAULT and new.device != device:
+        new = new.to(device)
+    return new
+
+
+def _child_shape(value: Any, batch_size: torch.Size | None, names: Any,
+                 parent_ndim: int) -> tuple[torch.Size | None, Any]:
+    """The ``batch_size`` and ``names`` a sub-collection is traversed with: the parent's
+    new ones followed by its own extra dims."""
+    size = None if batch_size is None else batch_size + value.batch_size[parent_ndim:]
+    if names is NO_DEFAULT:
+        return size, NO_DEFAULT
+    return size, None if names is None else tuple(names) + tuple(value.names[parent_ndim:])
+
+
+def _result_names(names: Any, own: Any, batch_size: torch.Size | None,
+                  parent_ndim: int) -> tuple[str | None, ...] | None:
+    """The dim names of a traversal's result: the collection's own while the number of
+    batch dims is kept, ``names`` when given (None when all are None)."""
+    if names is NO_DEFAULT:
+        return own if batch_size is None or len(batch_size) == parent_ndim else None
+    if names is None:
+        return None
+    names = tuple(names)
+    return names if any(n is not None for n in names) else None
+
+
+def _raise_keyed(err: BaseException, key: str | None, prefix: tuple[str, ...]) -> None:
+    """Raise ``err`` again, naming the entry ``prefix + (key,)`` unless it names one."""
+    keyed = None if key is None else errors.with_key(err, prefix + (key,))
+    if keyed is None:
+        raise err
+    raise keyed from err
 
 
 def _filtered(filter_empty: bool | None, had_entries: bool) -> bool:
