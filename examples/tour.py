@@ -108,6 +108,23 @@ def storage() -> None:
 
 
 @needs_plugin
+def files() -> None:
+    """File-backed TensorDicts: HDF5 (tensordict-h5) and Zarr (tensordict-zarr) files.
+
+    Reads are lazy (only the rows an index selects), writes go to the file."""
+    td = sample()
+    with tempfile.TemporaryDirectory() as folder:
+        for name, to_file, open_file in (("h5", td.to_h5, tensordict.from_h5),
+                                         ("zarr", td.to_zarr, tensordict.from_zarr)):
+            to_file(os.path.join(folder, f"data.{name}")).close()
+            with open_file(os.path.join(folder, f"data.{name}"), mode="r+") as ptd:
+                ptd[0] = td[1]  # written to the file, checked first
+                rows = ptd[:2]  # reads two rows of each array, into memory
+            print(f"  {name:<5} {type(ptd).__name__} batch {list(ptd.batch_size)}: row 0 is "
+                  f"now row 1: {bool((rows[0] == td[1]).all())}")
+
+
+@needs_plugin
 def tensorclass() -> None:
     """A tensorclass: a typed dataclass that behaves like a TensorDict (tensordict-tensorclass)."""
     from tensordict import TensorClass
@@ -246,7 +263,7 @@ def distributed() -> None:
 
 
 SECTIONS: list[Callable[[], None]] = [
-    build, index, preallocate, stack_lazily, plugins, storage, tensorclass, dataset,
+    build, index, preallocate, stack_lazily, plugins, storage, files, tensorclass, dataset,
     training, checkpoint, distributed,
 ]
 

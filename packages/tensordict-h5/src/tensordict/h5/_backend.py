@@ -1,0 +1,31 @@
+"""The ``"h5"`` storage backend: ``td.save(path, backend="h5")`` and
+``TensorDict.load(path)`` of an HDF5 file."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+class H5Backend:
+    """Saves as :func:`tensordict.h5.to_h5` does; loads an HDF5 file as a
+    PersistentTensorDict (read only unless ``mode=`` says otherwise)."""
+
+    def save(self, td: Any, path: Any, **kwargs: Any) -> Any:
+        from tensordict.h5 import to_h5
+
+        return to_h5(td, path, **kwargs)
+
+    def load(self, path: Any, **kwargs: Any) -> Any:
+        from tensordict.h5 import from_h5
+
+        return from_h5(path, **kwargs)
+
+    def can_load(self, path: Any) -> bool:
+        """Whether ``path`` is a file starting with the HDF5 signature."""
+        try:
+            with open(path, "rb") as file:
+                return file.read(8) == _SIGNATURE
+        except OSError:
+            return False

@@ -1,0 +1,69 @@
+"""tensordict-h5: HDF5 files written by upstream tensordict read here and the other way
+round, the names it adds, and the ``"h5"`` storage backend."""
+
+from __future__ import annotations
+
+import pathlib
+
+import h5py
+import pytest
+import torch
+
+import tensordict
+from tensordict import TensorDict
+from tensordict.persistent import PersistentTensorDict
+
+FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "upstream_0153.h5"
+
+
+def transition() -> TensorDict:
+    return TensorDict({"obs": torch.arange(12, dtype=torch.float32).view(4, 3),
+                       "done": torch.tensor([False, False, True, True]),
+                       "next": {"reward": torch.arange(4, dtype=torch.float64).view(4, 1)},
+                       "name": "cartpole"}, [4])
+
+
+def test_reads_a_file_written_by_upstream():
+    # upstream 0.15.3 stores no batch size in HDF5 files: give it, or let it be guessed
+    with tensordict.from_h5(FIXTURE, batch_size=[4]) as ptd:
+        expected = transition()
+        assert torch.equal(ptd["obs"], expected["obs"])
+        assert torch.equal(ptd["next", "reward"], expected["next", "reward"])
+        assert ptd["done"].tolist() == [False, False, True, True]
+        assert ptd["name"] == "cartpole"
+        assert ptd[1:3]["obs"].shape == (2, 3)
+    with tensordict.from_h5(FIXTURE) as plain:
+        assert plain.batch_size == torch.Size([])
+    with tensordict.from_h5(FIXTURE, auto_batch_size=True) as guessed:
+        assert guessed.batch_size == torch.Size([4])
+
+
+def test_writes_upstreams_layout(tmp_path):
+    path = tmp_path / "ours.h5"
+    transition().to_h5(path).close()
+    with h5py.File(path) as file:
+        assert file["obs"].shape == (4, 3) and file["obs"].dtype == "float32"
+        assert file["next/reward"].dtype == "float64"
+        assert bool(file["name"].attrs["__tensordict_str__"])
+        assert file["name"][()] in (b"cartpole", "cartpole")
+
+
+def test_names_and_methods():
+    assert tensordict.PersistentTensorDict is PersistentTensorDict
+    assert tensordict.from_h5.__module__ == "tensordict.h5"
+    with TensorDict.from_h5(FIXTURE, batch_size=[4]) as ptd:
+        assert isinstance(ptd, PersistentTensorDict)
+
+
+def test_storage_backend(tmp_path):
+    path = tmp_path / "saved.h5"
+    transition().save(path, backend="h5").close()
+    with TensorDict.load(path) as loaded:  # the backend is recognised from the file
+        assert isinstance(loaded, PersistentTensorDict)
+        assert loaded.batch_size == torch.Size([4])
+        assert loaded["name"] == "cartpole"
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        tensordict.from_h5(tmp_path / "nope.h5")

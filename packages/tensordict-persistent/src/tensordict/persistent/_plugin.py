@@ -1,0 +1,12 @@
+"""Entry point of tensordict-persistent: the ``PersistentTensorDict`` top-level name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tensordict.plugins import hookimpl
+
+
+@hookimpl
+def tensordict_top_level_names() -> dict[str, Any]:
+    return {"PersistentTensorDict": "tensordict.persistent:PersistentTensorDict"}

@@ -1,0 +1,76 @@
+"""tensordict-zarr: stores written by upstream tensordict read here and the other way
+round (its ``__tensordict__`` group attribute, JSON non-tensor values, string stacks),
+the names it adds, and the ``"zarr"`` storage backend."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+
+import pytest
+import torch
+
+import tensordict
+from tensordict import TensorDict
+from tensordict.persistent import PersistentTensorDict
+
+FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "upstream_0153.zarr"
+
+
+def transition() -> TensorDict:
+    return TensorDict({"obs": torch.arange(12, dtype=torch.float32).view(4, 3),
+                       "done": torch.tensor([False, False, True, True]),
+                       "next": {"reward": torch.arange(4, dtype=torch.float64).view(4, 1)},
+                       "name": "cartpole", "tags": ["a", "b", "c", "d"]}, [4])
+
+
+def test_reads_a_store_written_by_upstream():
+    with tensordict.from_zarr(FIXTURE) as ptd:
+        expected = transition()
+        assert ptd.batch_size == torch.Size([4])
+        assert torch.equal(ptd["obs"], expected["obs"])
+        assert torch.equal(ptd["next", "reward"], expected["next", "reward"])
+        assert ptd["name"] == "cartpole"
+        assert ptd["tags"] == ["a", "b", "c", "d"]
+        assert ptd[[0, 2]]["tags"] == ["a", "c"]
+
+
+def test_writes_upstreams_layout(tmp_path):
+    path = tmp_path / "ours.zarr"
+    ptd = transition().to_zarr(path)
+    ptd["extra"] = torch.ones(4)
+    ptd.close()
+    root = json.loads((path / "zarr.json").read_text())
+    assert root["attributes"]["__tensordict__"]["batch_size"] == [4]
+    # upstream reads the consolidated metadata: it must list what was added later
+    assert "extra" in root["consolidated_metadata"]["metadata"]
+    name = json.loads((path / "name" / "zarr.json").read_text())
+    assert name["attributes"]["__tensordict_non_tensor__"] == {"encoding": "json"}
+    tags = json.loads((path / "tags" / "zarr.json").read_text())
+    assert tags["attributes"]["__tensordict_stack__"] == [4]
+
+
+def test_updates_an_upstream_store_in_place(tmp_path):
+    path = tmp_path / "copy.zarr"
+    shutil.copytree(FIXTURE, path)
+    with tensordict.from_zarr(path, mode="r+") as ptd:
+        ptd[0] = TensorDict({"obs": torch.full((3,), -1.0)}, [])
+        ptd["obs2"] = torch.zeros(4, 2)
+    with tensordict.from_zarr(path) as again:
+        assert again["obs"][0].tolist() == [-1.0, -1.0, -1.0]
+        assert again["obs2"].shape == (4, 2)
+
+
+def test_names_and_storage_backend(tmp_path):
+    assert tensordict.from_zarr.__module__ == "tensordict.zarr"
+    path = tmp_path / "saved.zarr"
+    transition().save(path, backend="zarr").close()
+    with TensorDict.load(path) as loaded:
+        assert isinstance(loaded, PersistentTensorDict)
+        assert loaded["tags"] == ["a", "b", "c", "d"]
+
+
+def test_missing_store_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope"):
+        tensordict.from_zarr(tmp_path / "nope.zarr")
