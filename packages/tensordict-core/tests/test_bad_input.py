@@ -130,9 +130,9 @@ case("ctor: bad device", dense,
 case("ctor: sub-TensorDict of another batch", dense,
      lambda _: TensorDict(n=TensorDict(c=_z(2), batch_size=[2]), batch_size=[3]),
      RuntimeError, "'n'", "[2]", "[3]")
-case("ctor: lazy stack of different batch sizes", dense,
-     lambda _: LazyStackedTensorDict(TensorDict(batch_size=[2]), TensorDict(batch_size=[3])),
-     RuntimeError, "[2]", "[3]")
+case("ctor: lazy stack of different numbers of batch dims", dense,
+     lambda _: LazyStackedTensorDict(TensorDict(batch_size=[2]), TensorDict(batch_size=[2, 3])),
+     RuntimeError, "[2]", "[2, 3]")
 case("ctor: from_dict with a bad batch size", dense,
      lambda _: TensorDict.from_dict({"a": _z(3)}, batch_size=[4]), RuntimeError, "'a'", "[4]")
 case("ctor: tensorclass field of another batch", pair,
@@ -458,8 +458,8 @@ case("cat into out of the wrong batch size", *_stack_into(
 case("cat into out with a leaf of the wrong shape", *_stack_into(
     lambda: TensorDict(a=_z(6, 2), batch_size=[6]),
     lambda: [TensorDict(a=_z(3), batch_size=[3])] * 2, fn=torch.cat), RuntimeError, "'a'", "[6]")
-case("lazy_stack: different batch sizes", dense, lambda td: lazy_stack([td, td[:2]]),
-     RuntimeError, "[3]", "[2]")
+case("lazy_stack: different numbers of batch dims", dense,
+     lambda td: lazy_stack([td, td[:2, None]]), RuntimeError, "[3]", "[2, 1]")
 case("lazy_stack: dim out of range", dense, lambda td: lazy_stack([td, td], 4), RuntimeError,
      "4")
 case("lazy_stack into out of the wrong batch size", *_stack_into(

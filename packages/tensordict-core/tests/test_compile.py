@@ -17,6 +17,7 @@ cannot trace functorch's introspection functions); ``to_module`` there does not 
 plain tensors in ``nn.Parameter``.
 """
 
+import pytest
 import torch
 import torch._dynamo
 from torch import nn
@@ -98,3 +99,61 @@ def test_to_module_context_compiles_and_restores():
     out = torch.compile(call, backend="eager", fullgraph=True)(doubled, x)
     assert torch.allclose(out, expected)
     assert model[0].weight is params["0", "weight"]
+
+
+def _nested_write(td: TensorDict) -> TensorDict:
+    td["n", "c"] = td["n", "b"] * 2
+    return td
+
+
+#: One op per function: each compiles into one graph that later calls reuse.
+SINGLE_OPS = {
+    "construct": lambda td: TensorDict(x=td["a"] * 2, n={"y": td["a"]}, batch_size=[3]),
+    "get_nested": lambda td: td.get(("n", "b")) + 1,
+    "set_nested": _nested_write,
+    "index_int": lambda td: td[0],
+    "index_slice": lambda td: td[1:],
+    "index_tensor": lambda td: td[torch.tensor([2, 0])],
+    "arithmetic": lambda td: (td + 1) * td - 2,
+    "apply": lambda td: td.apply(lambda t: t.exp()),
+    "named_apply": lambda td: td.named_apply(lambda key, t: t * 2),
+    "to_dtype": lambda td: td.to(torch.float64),
+    "clone": lambda td: td.clone(),
+    "stack": lambda td: torch.stack([td, td], 1),
+    "reshape": lambda td: td.reshape(1, 3),
+    "unsqueeze": lambda td: td.unsqueeze(0),
+    "sum": lambda td: td.sum(),
+    "tree_map": lambda td: torch.utils._pytree.tree_map(lambda t: t - 1, td),
+}
+
+
+def _same(out, ref) -> None:
+    if isinstance(ref, torch.Tensor):
+        torch.testing.assert_close(out, ref)
+        return
+    assert type(out) is type(ref) and out.batch_size == ref.batch_size
+    assert set(out.keys(True, True)) == set(ref.keys(True, True))
+    for key, value in ref.items(True, True):
+        torch.testing.assert_close(out.get(key), value)
+
+
+@pytest.mark.parametrize("name", list(SINGLE_OPS))
+def test_single_op_compiles_fullgraph_once(name):
+    torch._dynamo.reset()
+    counter = CompileCounter()
+    fn = SINGLE_OPS[name]
+    compiled = torch.compile(fn, backend=counter, fullgraph=True)
+    for _ in range(3):
+        td, _ = _inputs()
+        _same(compiled(td.clone()), fn(td.clone()))
+    assert counter.frame_count == 1
+
+
+def test_inductor_compiles_arithmetic_and_apply():
+    torch._dynamo.reset()
+
+    def fn(td):
+        return (td * 2 + 1).apply(torch.relu)
+
+    td, _ = _inputs()
+    _same(torch.compile(fn, fullgraph=True)(td), fn(td))

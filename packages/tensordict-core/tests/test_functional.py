@@ -1,5 +1,7 @@
 """from_module / from_modules / to_module on real nn.Modules."""
 
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -287,3 +289,131 @@ def test_to_module_without_preserving_module_state_sets_plain_attributes_until_e
         TensorDict({"0": {"weight": torch.zeros(3, 2), "nope": torch.zeros(1)}}).to_module(
             net, preserve_module_state=False)
     assert net[0].weight is weight and "weight" in net[0]._parameters
+
+
+def test_to_module_registers_a_parameter_taking_a_plain_attribute_place_until_exit():
+    # TorchRL empties a network (its tensors become plain "meta" attributes), then puts
+    # the parameters in for each call: they are registered parameters again (a lazy
+    # module only initializes registered ones) and the attributes come back on exit
+    net = nn.Linear(2, 3)
+    params = TensorDict.from_module(nn.Linear(2, 3))
+    TensorDict.from_module(net).data.to("meta").to_module(net, preserve_module_state=False)
+    for preserve in (False, True):
+        with params.to_module(net, preserve_module_state=preserve):
+            assert net.weight is params["weight"] and list(net._parameters) == ["weight", "bias"]
+            assert "weight" not in net.__dict__
+        assert not net._parameters and net.__dict__["weight"].device.type == "meta"
+    with pytest.raises(KeyError):  # an unknown key: the registration is undone too
+        TensorDict(weight=params["weight"], nope=torch.zeros(1)).to_module(net)
+    assert not net._parameters and net.__dict__["weight"].device.type == "meta"
+
+
+def test_to_module_initializes_a_lazy_module_through_its_uninitialized_parameters():
+    lazy = nn.LazyLinear(3)
+    params = TensorDict.from_module(lazy)
+    with torch.device("meta"):
+        empty = nn.LazyLinear(3)
+    TensorDict.from_module(empty).data.to("meta").to_module(empty, preserve_module_state=False)
+    weight = params["weight"]
+    with params.to_module(empty, preserve_module_state=False):
+        out = empty(torch.ones(5, 2))
+    assert out.shape == (5, 3) and type(weight) is nn.Parameter and weight.shape == (3, 2)
+    assert params["weight"] is weight and lazy.weight is weight  # materialized in place
+
+
+def test_from_modules_of_lazy_modules_stacks_uninitialized_tensors():
+    params = TensorDict.from_modules(nn.LazyLinear(3), nn.LazyLinear(3))
+    weight = params["weight"]
+    assert isinstance(weight, nn.UninitializedParameter) and weight.batch_size == (2,)
+    assert params.batch_size == (2,)
+    copied = copy.deepcopy(weight)
+    assert copied is not weight and copied.batch_size == (2,)
+    weight.materialize((3, 4))
+    assert type(weight) is nn.Parameter and weight.shape == (2, 3, 4)
+    assert not hasattr(weight, "batch_size") and not hasattr(weight, "vmap_level")
+    assert isinstance(copied, nn.UninitializedParameter)  # the copy is its own
+    norms = TensorDict.from_modules(nn.LazyBatchNorm1d(), nn.LazyBatchNorm1d())
+    assert isinstance(norms["running_mean"], nn.UninitializedBuffer)
+    assert not isinstance(norms["running_mean"], nn.Parameter)
+    with pytest.raises(RuntimeError, match="module 1"):  # lazy and not lazy do not stack
+        TensorDict.from_modules(nn.LazyLinear(3), nn.Linear(2, 3))
+
+
+def test_lazy_ensemble_in_vmap_initializes_each_copy_on_its_own():
+    nn_pkg = pytest.importorskip("tensordict.nn")
+    torch.manual_seed(0)
+    nets = [nn.Sequential(nn.LazyLinear(4), nn.Tanh(), nn.LazyLinear(2)) for _ in range(3)]
+    params = TensorDict.from_modules(*nets, as_module=True)
+    assert isinstance(params, nn_pkg.TensorDictParams)
+    leaves = list(params.parameters())
+    assert all(isinstance(p, nn.UninitializedParameter) for p in leaves)
+    with torch.device("meta"):
+        empty = nn.Sequential(nn.LazyLinear(4), nn.Tanh(), nn.LazyLinear(2))
+    TensorDict.from_module(empty).data.to("meta").to_module(empty, preserve_module_state=False)
+
+    def call(p, x):
+        with p.to_module(empty, preserve_module_state=False):
+            return empty(x)
+
+    x = torch.randn(3, 5, 6)
+    out = torch.vmap(call, (0, 0), randomness="same")(params, x)
+    assert out.shape == (3, 5, 2)
+    # the same objects, materialized whole: an optimizer holding them keeps working
+    assert [p for p in params.parameters()] == leaves
+    assert all(type(p) is nn.Parameter for p in leaves)
+    w0 = params["0", "weight"]
+    assert w0.shape == (3, 4, 6) and not torch.allclose(w0[0], w0[1])
+    for i in range(3):
+        hidden = torch.tanh(x[i] @ w0[i].T + params["0", "bias"][i])
+        expected = hidden @ params["2", "weight"][i].T + params["2", "bias"][i]
+        torch.testing.assert_close(out[i], expected)
+    out.sum().backward()
+    assert all(p.grad is not None for p in leaves)
+    assert not empty._parameters and not empty[0]._forward_pre_hooks  # all undone
+    out2 = torch.vmap(call, (0, 0), randomness="different")(params, x)  # initialized now
+    torch.testing.assert_close(out2, out)
+
+
+def test_lazy_stacks_outside_vmap_materialize_whole_and_unused_hooks_go():
+    pytest.importorskip("tensordict.nn")
+    params = TensorDict.from_modules(nn.LazyLinear(2), nn.LazyLinear(2), as_module=True)
+    with torch.device("meta"):
+        empty = nn.LazyLinear(2)
+    TensorDict.from_module(empty).data.to("meta").to_module(empty, preserve_module_state=False)
+
+    def no_forward(p):
+        with p.to_module(empty, preserve_module_state=False):
+            return torch.zeros(())
+
+    hooks = list(empty._forward_pre_hooks.values())  # the lazy module's own
+    torch.vmap(no_forward, randomness="same")(params)
+    assert list(empty._forward_pre_hooks.values()) == hooks  # to_module's is gone
+    assert isinstance(params["weight"], nn.UninitializedParameter)
+    with params.to_module(empty, preserve_module_state=False):  # no vmap: the whole stack
+        empty.initialize_parameters(torch.ones(4, 3))
+        assert list(empty._forward_pre_hooks.values()) == hooks  # no vmap: no hook
+    assert params["weight"].shape == (2, 2, 3)
+    tree = torch.utils._pytree.tree_map(lambda t: t, params)  # the stacks pass through
+    assert tree["weight"] is params["weight"]
+
+
+def test_to_module_without_preserving_state_writes_into_a_tensordictparams():
+    # TorchRL's value estimators swap stacked values into a network holding a
+    # TensorDictParams (MultiAgentMLP) and vmap: the values go into its data (that the
+    # network reads), not into dotted plain attributes
+    nn_pkg = pytest.importorskip("tensordict.nn")
+
+    class Holder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = nn_pkg.TensorDictParams(TensorDict(w=torch.ones(3), n={"b": torch.ones(2)}))
+
+    holder = Holder()
+    weight = holder.p["w"]
+    zeros = TensorDict.from_module(holder).apply(lambda x: torch.zeros_like(x).detach())
+    with zeros.to_module(holder, preserve_module_state=False):
+        assert type(holder.p["w"]) is torch.Tensor and holder.p["w"].sum() == 0
+        assert holder.p["n", "b"].sum() == 0
+        assert not [key for key in holder.p.__dict__ if "." in key]
+    assert holder.p["w"] is weight
+    assert [name for name, _ in holder.named_parameters()] == ["p.w", "p.n.b"]

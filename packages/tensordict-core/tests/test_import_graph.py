@@ -22,7 +22,8 @@ CONCRETE = {"tensordict._td", "tensordict._lazy"}
 # the modules allowed to import the concrete classes: the package, the facades kept for
 # upstream's module paths, and the concrete class modules (NonTensorStack is a lazy stack)
 MAY_IMPORT_CONCRETE = {"tensordict", "tensordict.tensordict", "tensordict.base",
-                       "tensordict.utils", "tensordict._nontensor_stack", *CONCRETE}
+                       "tensordict.utils", "tensordict._nontensor_stack", "tensordict._typed",
+                       *CONCRETE}
 
 
 def _module_name(path: Path) -> str:

@@ -89,8 +89,8 @@ def test_lazy_stack_of_100_copies_nothing():
 
 
 def test_construction_errors():
-    with pytest.raises(RuntimeError, match=r"part 1 has torch.Size\(\[3\]\)"):
-        lazy_stack([TensorDict(batch_size=[2]), TensorDict(batch_size=[3])])
+    with pytest.raises(RuntimeError, match="same number of batch dims"):
+        lazy_stack([TensorDict(batch_size=[2]), TensorDict(batch_size=[2, 1])])
     with pytest.raises(IndexError, match="stack dim 3"):
         lazy_stack([TensorDict(batch_size=[2])], 3)
     with pytest.raises(RuntimeError, match="at least one"):
@@ -178,7 +178,7 @@ def test_densify_and_padding():
     padded = stack.to_padded_tensor(padding=-1.0)
     assert padded["obs"].shape == torch.Size([2, 5]) and padded["obs"][0, -1] == -1
     assert padded["n", "z"].shape == torch.Size([2, 4, 5])
-    with pytest.raises(RuntimeError, match="ragged batch dim"):
+    with pytest.raises(RuntimeError, match="heterogenous dimension is part of the batch"):
         stack.to_padded_tensor(mask_key="mask")
 
 

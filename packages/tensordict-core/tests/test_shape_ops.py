@@ -26,10 +26,14 @@ LEAVES = ["a", "f", ("nested", "c")]
 def check(result, td, fn):
     for key in LEAVES:
         torch.testing.assert_close(result[key], fn(td[key]))
-    assert result["s"] == "text"
     positions = torch.arange(6).reshape(2, 3)
     flat = ["a", "b", "c", "d", "e", "f"]
     expected = fn(positions)
+    if expected.ndim > positions.ndim and 0 in expected.stride():  # broadcast to new dims:
+        assert type(result.get("s")) is NonTensorStack  # one element each (as upstream)
+        assert _flatten(result["s"], expected.ndim) == ["text"] * expected.numel()
+    else:
+        assert result["s"] == "text"
     got = result.get("tags")
     assert got.batch_size == expected.shape
     assert _flatten(result["tags"], expected.ndim) == [flat[i] for i in expected.reshape(-1)]

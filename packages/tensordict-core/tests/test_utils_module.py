@@ -224,8 +224,10 @@ def test_dense_stack_inputs_and_errors():
         dense_stack_tds([td, td])
     with pytest.raises(IndexError, match="out of range"):
         dense_stack_tds([td, td], dim=2)
-    with pytest.raises(RuntimeError, match="batch size"):
-        dense_stack_tds([td, TensorDict(a=torch.zeros(3), batch_size=[3])], dim=0)
+    ragged = dense_stack_tds([td, TensorDict(a=torch.zeros(3), batch_size=[3])], dim=0)
+    assert ragged.batch_size == torch.Size([2, -1])  # a ragged lazy stack, as upstream
+    with pytest.raises(RuntimeError, match="batch dims"):
+        dense_stack_tds([td, TensorDict(a=torch.zeros(3, 1), batch_size=[3, 1])], dim=0)
 
 
 # -- isin / remove_duplicates --------------------------------------------------------------

@@ -156,10 +156,24 @@ def test_ensemble_matches_each_copy_run_alone():
 
 
 def test_ensemble_parameters_train():
-    _, ensemble = make_ensemble()
-    assert len(list(ensemble.parameters())) == 4
+    # as upstream: the wrapped module keeps its own parameters (registered, untouched,
+    # no gradient); the copies in params_td are the ones trained
+    net, ensemble = make_ensemble()
+    names = [name for name, _ in ensemble.named_parameters()]
+    assert len(names) == 8 and sum(name.startswith("params_td.") for name in names) == 4
     ensemble(TensorDict(a=torch.randn(5, 4), batch_size=[5]))["b"].sum().backward()
-    assert all(p.grad is not None for p in ensemble.parameters())
+    for name, p in ensemble.named_parameters():
+        assert (p.grad is not None) == name.startswith("params_td.")
+    assert net[0].weight.device.type == "cpu"
+
+
+def test_ensemble_expand_input_false_same_parameters():
+    _, expanded = make_ensemble()
+    _, stacked = make_ensemble(expand_input=False)
+    assert [n for n, _ in expanded.named_parameters()] == \
+        [n for n, _ in stacked.named_parameters()]
+    assert sum(p.numel() for p in expanded.parameters()) == \
+        sum(p.numel() for p in stacked.parameters())
 
 
 def test_ensemble_expand_input_false():

@@ -1,5 +1,7 @@
 """ProbabilisticTensorDictModule / Sequential, interaction types, composite modules."""
 
+import functools
+
 import pytest
 import torch
 from torch import distributions as D
@@ -180,9 +182,70 @@ def test_sequential_forward_get_dist_log_prob():
 
 
 def test_sequential_needs_probabilistic_last():
-    with pytest.raises(TypeError, match="probabilistic"):
-        ProbabilisticTensorDictSequential(
-            TensorDictModule(nn.Identity(), in_keys=["x"], out_keys=["y"]))
+    # as upstream: without return_composite=False a deterministic last module makes a
+    # composite sequence, which needs one probabilistic module to build a distribution
+    det = TensorDictModule(nn.Identity(), in_keys=["x"], out_keys=["y"])
+    with pytest.raises(TypeError, match="final module .* must be an instance of Proba"):
+        ProbabilisticTensorDictSequential(det, return_composite=False)
+    seq = ProbabilisticTensorDictSequential(det)
+    assert seq.return_composite is True
+    with pytest.raises(RuntimeError, match="No distribution module found"):
+        seq.get_dist(TensorDict(x=torch.zeros(2), batch_size=[2]))
+
+
+def _two_action_policy(**kwargs):
+    torch.manual_seed(0)
+    normal = functools.partial(ProbabilisticTensorDictModule,
+                               distribution_class=D.Normal, return_log_prob=True)
+    return ProbabilisticTensorDictSequential(
+        TensorDictModule(nn.Sequential(nn.Linear(3, 4), NormalParamExtractor()),
+                         in_keys=["obs"], out_keys=["loc", "scale"]),
+        normal(in_keys=["loc", "scale"], out_keys=["a"]),
+        TensorDictModule(lambda a: a + 1, in_keys=["a"], out_keys=["c"]),
+        normal(in_keys={"loc": "c", "scale": "scale"}, out_keys=["b"]), **kwargs)
+
+
+def test_sequential_return_composite():
+    policy = _two_action_policy()
+    assert policy.return_composite is True  # several probabilistic modules
+    td = TensorDict(obs=torch.randn(5, 3), batch_size=[5])
+    dist = policy.get_dist(td)
+    assert list(td.keys()) == ["obs"]  # get_dist works on a copy
+    assert isinstance(dist, CompositeDistribution) and list(dist.dists) == ["a", "b"]
+    # deterministic values feed the next modules: b's mean is a's mean + 1
+    torch.testing.assert_close(dist.dists["b"].loc, dist.dists["a"].loc + 1)
+    assert sorted(dist.sample().keys()) == ["a", "b"]
+    with set_interaction_type("random"):
+        out = policy(td.clone())
+    assert {"a", "a_log_prob", "b", "b_log_prob", "c"} <= set(out.keys())
+    log_prob = policy.log_prob(out)
+    assert sorted(log_prob.keys()) == ["a_log_prob", "b_log_prob"]
+    torch.testing.assert_close(log_prob["a_log_prob"],
+                               D.Normal(out["loc"], out["scale"]).log_prob(out["a"]))
+    assert policy.dist_sample_keys == ["b", "a"]
+    assert policy.log_prob_keys == ["b_log_prob", "a_log_prob"]
+    assert policy.dist_params_keys == ["c", "scale", "loc", "scale"]
+    single = _two_action_policy(return_composite=False)
+    assert isinstance(single.get_dist(td.clone()), D.Normal)
+    assert single.dist_sample_keys == ["b"]
+    with set_composite_lp_aggregate(True):
+        summed = _two_action_policy()
+        out = summed(td.clone())
+        assert "sample_log_prob" in out.keys() and "a_log_prob" not in out.keys()
+        assert summed.log_prob(out).shape == torch.Size([5])
+
+
+def test_log_prob_key_while_aggregating():
+    # as upstream: while composite_lp_aggregate is on every module writes one
+    # "sample_log_prob" entry (or its log_prob_key) and log_prob_keys are refused
+    normal = functools.partial(ProbabilisticTensorDictModule, in_keys=["loc", "scale"],
+                               out_keys=["a"], distribution_class=D.Normal,
+                               return_log_prob=True)
+    with set_composite_lp_aggregate(True):
+        assert normal().log_prob_keys == ["sample_log_prob"]
+        assert normal(log_prob_key="lp").log_prob_key == "lp"
+        with pytest.raises(RuntimeError, match="log_prob_keys were passed"):
+            normal(log_prob_keys=["lp"])
 
 
 def test_sequential_slicing_keeps_probabilistic_kind():

@@ -146,10 +146,15 @@ def test_wrapper_selects_its_own_out_keys():
 
 def test_module_attributes():
     linear = TensorDictModule(nn.Linear(2, 2), in_keys=["x"], out_keys=["y"])
-    assert linear.device == torch.device("cpu") and linear.is_functional is False
+    # device and is_functional are deprecated upstream (removed in 0.17)
+    with pytest.warns(DeprecationWarning, match="TensorDictModule.device is deprecated"):
+        assert linear.device == torch.device("cpu")
+    with pytest.warns(DeprecationWarning, match="is_functional is deprecated"):
+        assert linear.is_functional is False
     meta = TensorDictModule(nn.Linear(2, 2, device="meta"), in_keys=["x"], out_keys=["y"])
-    assert meta.device == torch.device("meta")
-    assert TensorDictModule(lambda x: x, ["x"], ["y"]).device == torch.device("cpu")
+    with pytest.warns(DeprecationWarning, match="multiple devices"):
+        assert meta.device == torch.device("meta")
+        assert TensorDictModule(lambda x: x, ["x"], ["y"]).device == torch.device("cpu")
     seq = TensorDictSequential(linear)
     assert isinstance(seq, TensorDictModule) and isinstance(seq.module, nn.ModuleList)
     assert (seq.method, seq.method_kwargs, seq.strict, seq._kwargs, seq.inplace) == \
@@ -658,3 +663,64 @@ def test_tensorclass_module():
         Untyped().as_td_module()
     with pytest.raises(TypeError, match="abstract"):
         TensorClassModuleBase()
+
+
+@pytest.mark.skipif(TensorClass is None, reason="needs tensordict-tensorclass")
+def test_tensorclass_module_wrapper_ignores_other_arguments_with_a_warning():
+    from tensordict.nn import TensorClassModuleBase
+
+    class Add(TensorClassModuleBase[Inputs, Outputs]):
+        def forward(self, x):
+            return Outputs(result=x.a + x.b, batch_size=x.batch_size)
+
+    wrapper = Add().as_td_module()
+    td = TensorDict(a=torch.ones(2), b=torch.ones(2), batch_size=[2])
+    with pytest.warns(FutureWarning, match="ignores 'tensordict_out', 'foo'. Starting with"):
+        out = wrapper(td, tensordict_out=TensorDict(batch_size=[2]), foo=1)
+    assert list(out.keys()) == ["result"]
+    with pytest.warns(FutureWarning, match="ignores positional arguments. Starting"):
+        wrapper(td, 1)
+
+
+def test_top_level_nn_names():
+    import tensordict
+    import tensordict.nn as tnn
+
+    assert tensordict.TensorClassModuleBase is tnn.TensorClassModuleBase
+    assert tensordict.TensorClassModuleWrapper is tnn.TensorClassModuleWrapper
+    assert tensordict.as_tensordict_module is tnn.as_tensordict_module
+
+
+def test_distribution_kwargs_as_a_tensordict():
+    module = ProbabilisticTensorDictModule(
+        in_keys=["loc", "scale"], out_keys=["x"], distribution_class=torch.distributions.Normal,
+        distribution_kwargs=TensorDict(validate_args=False))
+    out = module(TensorDict(loc=torch.zeros(3), scale=torch.ones(3), batch_size=[3]))
+    assert out["x"].shape == (3,) and isinstance(module.distribution_kwargs, TensorDict)
+
+
+def test_tensordict_params_as_a_context_manager():
+    from tensordict.nn import TensorDictParams
+
+    params = TensorDictParams(TensorDict(w=torch.zeros(3)))
+    with params as entered:
+        assert entered is params
+        entered["w"].data += 1
+    torch.testing.assert_close(params["w"].detach(), torch.ones(3))
+
+
+def test_tensordict_params_of_lazy_modules_flatten_without_their_uninitialized_stacks():
+    import torch.utils._pytree as pytree
+
+    params = TensorDict.from_modules(nn.LazyLinear(2), nn.LazyLinear(2), as_module=True)
+    leaves, spec = pytree.tree_flatten(params)
+    # no uninitialized tensor among the leaves (vmap could not map over it): a carrier
+    # of the batch size takes their place
+    assert not any(isinstance(leaf, nn.parameter.UninitializedTensorMixin) for leaf in leaves)
+    assert leaves[-1].shape == (2, 0)
+    rebuilt = pytree.tree_unflatten(leaves, spec)
+    assert rebuilt["weight"] is params["weight"] and rebuilt["bias"] is params["bias"]
+    params["weight"].materialize((2, 3))
+    params["bias"].materialize((2,))
+    leaves, _ = pytree.tree_flatten(params)  # materialized: plain leaves again
+    assert sorted(tuple(leaf.shape) for leaf in leaves) == [(2, 2), (2, 2, 3)]

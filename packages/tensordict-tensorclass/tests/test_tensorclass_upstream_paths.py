@@ -370,6 +370,20 @@ def test_extend_appends_to_the_lazy_stack_of_an_instance():
         dense.extend(dense)
 
 
+def test_extend_carries_non_tensor_fields_and_checks_batch_sizes():
+    tagged = type("Tagged", (TensorClass,), {"__annotations__": {"x": torch.Tensor,
+                                                                 "tags": list}})
+    stack = lazy_stack([tagged(x=torch.zeros(()), tags=["q"]),
+                        tagged(x=torch.ones(()), tags=["r"])])
+    with pytest.warns(DeprecationWarning):
+        stack.extend([tagged(x=torch.full((), 2.0), tags=["s"])])
+    assert stack.batch_size == torch.Size([3]) and stack.tags == [["q"], ["r"], ["s"]]
+    assert stack[2].tags == ["s"]
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="Batch sizes"):
+        stack.extend([tagged(x=torch.ones(3), tags=["t"], batch_size=[3])])
+    assert stack.batch_size == torch.Size([3]) and stack.tags == [["q"], ["r"], ["s"]]
+
+
 def test_private_constructor_and_post_init_on_rebuild():
     calls = []
 

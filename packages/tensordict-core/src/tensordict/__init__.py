@@ -23,11 +23,22 @@ from tensordict._base import (
     is_tensor_collection,
     is_tensorclass,
 )
+from tensordict._collate import collate, register_default_collate
 from tensordict._compare import assert_allclose_td, assert_close
-from tensordict._convert import from_dict, make_tensordict
+from tensordict._consolidate import from_consolidated
+from tensordict._convert import (
+    from_any,
+    from_dict,
+    from_namedtuple,
+    from_pytree,
+    from_struct_array,
+    from_tuple,
+    make_tensordict,
+)
 from tensordict._dense_stack import dense_stack_tds
 from tensordict._device import is_bool, is_floating, is_inexact, is_integer
 from tensordict._functional import from_module, from_modules
+from tensordict._group import group_by
 from tensordict._keys import default_is_leaf, is_leaf_nontensor
 from tensordict._lazy import LazyStackedTensorDict, lazy_stack
 from tensordict._merge import merge_tensordicts
@@ -56,12 +67,16 @@ from tensordict._parse import parse_tensor_dict_string
 from tensordict._restructure import KEY_SEPARATOR
 from tensordict._stack import cat, maybe_dense_stack, pad, pad_sequence, stack
 from tensordict._td import TensorDict
+from tensordict._typed import TypedTensorDict
+from tensordict._unbatched import UnbatchedTensor
+from tensordict._unpad import unpad_sequence
 from tensordict._version import __version__
 from tensordict.plugins import hookimpl
 
 fromkeys = TensorDict.fromkeys
 
 _pytree.register_nodes()  # torch.func and pytree tools see the tensors of TensorDicts
+register_default_collate()  # a DataLoader without collate_fn stacks TensorDicts
 _plugins.install_subpackage_finder()
 
 __all__ = [
@@ -77,6 +92,9 @@ __all__ = [
     "is_floating",
     "is_bool",
     "cat",
+    "collate",
+    "group_by",
+    "unpad_sequence",
     "assert_close",
     "assert_allclose_td",
     "KEY_SEPARATOR",
@@ -90,10 +108,18 @@ __all__ = [
     "TensorCollection",
     "TensorDict",
     "TensorDictBase",
+    "TypedTensorDict",
+    "UnbatchedTensor",
     "__version__",
     "capture_non_tensor_stack",
     "default_is_leaf",
+    "from_any",
+    "from_consolidated",
     "from_dict",
+    "from_namedtuple",
+    "from_pytree",
+    "from_struct_array",
+    "from_tuple",
     "from_module",
     "from_modules",
     "fromkeys",

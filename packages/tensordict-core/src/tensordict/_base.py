@@ -31,15 +31,19 @@ from tensordict._collection import (  # noqa: F401  (re-exported for upstream's 
     register_class,
 )
 from tensordict._compare import CompareMixin
+from tensordict._consolidate import ConsolidateMixin
 from tensordict._convert import ConvertMixin
 from tensordict._device import DeviceMixin
 from tensordict._dict_api import DictMixin
 from tensordict._functional import FunctionalMixin
+from tensordict._leaf_combine import LeafCombineMixin
 from tensordict._pointwise import PointwiseMixin
+from tensordict._ragged import pad_nested_leaves
 from tensordict._reductions import ReductionsMixin
 from tensordict._serialization import SerializationMixin
 from tensordict._shape_ops import ShapeOpsMixin
 from tensordict._storage import StorageMixin
+from tensordict._tensor_like import TensorLikeMixin
 from tensordict._torch_function import TorchFunctionMixin
 from tensordict._traverse import TraverseMixin
 
@@ -49,7 +53,8 @@ T = TypeVar("T", bound="TensorDictBase")
 @register_class
 class TensorDictBase(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMixin,
                      FunctionalMixin, ShapeOpsMixin, PointwiseMixin, ReductionsMixin,
-                     TorchFunctionMixin, SerializationMixin, ConvertMixin, TensorCollection,
+                     TorchFunctionMixin, SerializationMixin, ConsolidateMixin,
+                     ConvertMixin, TensorLikeMixin, LeafCombineMixin, TensorCollection,
                      MutableMapping):
     """Abstract base of every TensorDict-like container."""
 
@@ -107,6 +112,25 @@ class TensorDictBase(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, Compar
         True
         """
         return classes.LazyStackedTensorDict.lazy_stack(items, dim, out=out, **kwargs)
+
+    def to_lazystack(self, dim: int = 0) -> Any:
+        """A lazy stack along ``dim`` of this collection's slices (views of its leaves).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict(x=torch.zeros(3, 2), batch_size=[3, 2]).to_lazystack(1).stack_dim
+        1
+        """
+        ndim = len(self.batch_size)
+        if not -ndim <= dim < ndim:
+            raise IndexError(f"Incompatible dim {dim} for tensordict with batch dims {ndim}.")
+        return classes.LazyStackedTensorDict.lazy_stack(list(self.unbind(dim)), dim % ndim)
+
+    def to_padded_tensor(self, padding: float = 0.0, mask_key: Any = None) -> Any:
+        """A copy with every nested-tensor leaf padded with ``padding``; ragged batch dims
+        (``-1``) take the padded sizes, and ``mask_key`` names the mask of the elements
+        that are not padding (see :func:`tensordict._ragged.pad_nested_leaves`)."""
+        return pad_nested_leaves(self, padding, mask_key)
 
     # -- sizes -------------------------------------------------------------------------
     @property

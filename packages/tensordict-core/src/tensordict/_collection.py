@@ -95,11 +95,24 @@ def is_tensor_collection(obj: Any) -> bool:
         return _COLLECTION_TYPES[cls]
     except KeyError:
         pass
-    answer = issubclass(cls, TensorCollection) or bool(getattr(cls, "_is_tensorclass", False))
+    answer = _is_collection_type(cls)
     if len(_COLLECTION_TYPES) > 4096:  # classes made on the fly: keep the cache bounded
         _COLLECTION_TYPES.clear()
     _COLLECTION_TYPES[cls] = answer
     return answer
+
+
+def _is_collection_type(cls: type) -> bool:
+    return issubclass(cls, TensorCollection) or bool(getattr(cls, "_is_tensorclass", False))
+
+
+def _uncached_is_tensor_collection(obj: Any) -> bool:
+    return _is_collection_type(obj if isinstance(obj, type) else type(obj))
+
+
+# What torch.compile traces in place of is_tensor_collection: dynamo would guard on the
+# cache's contents, and every type cached afterwards (eagerly) would recompile.
+is_tensor_collection._torchdynamo_inline = _uncached_is_tensor_collection  # type: ignore[attr-defined]
 
 
 #: type -> whether it is a tensor collection (types never change their answer)

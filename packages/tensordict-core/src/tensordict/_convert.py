@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
-from tensordict._collection import classes
-from tensordict._nontensor import unwrap_non_tensor
+from tensordict._collection import TensorCollection, classes
+from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 
 _PYTREE_TYPE = "_pytree_type"
 
@@ -36,10 +37,34 @@ def _is_namedtuple(obj: Any) -> bool:
     return isinstance(obj, tuple) and hasattr(type(obj), "_fields")
 
 
+def _is_dataclass_instance(obj: Any) -> bool:
+    return dataclasses.is_dataclass(obj) and not isinstance(obj, type)
+
+
+_IGNORED_BATCH_DIMS = (
+    "{name} ignores batch_dims={batch_dims} without auto_batch_size=True. Starting with "
+    "TensorDict 0.17, the default will change to turning auto_batch_size on when "
+    "batch_dims is given, as from_dict does. {advice}"
+)
+
+
+def _drop_batch_dims(name: str, batch_dims: int | None, auto_batch_size: bool,
+                     batch_size: Any) -> int | None:
+    """``batch_dims`` if ``auto_batch_size`` uses it; else ``None``, with a FutureWarning."""
+    if batch_dims is None or auto_batch_size:
+        return batch_dims
+    advice = ("Drop batch_dims to keep today's result." if batch_size is not None else
+              "Pass auto_batch_size=True to get that result now, or drop batch_dims.")
+    warnings.warn(_IGNORED_BATCH_DIMS.format(name=name, batch_dims=batch_dims, advice=advice),
+                  FutureWarning, stacklevel=3)
+    return None
+
+
 def _build(cls: type, entries: Mapping[str, Any], batch_size: Any, device: Any,
            batch_dims: int | None, auto_batch_size: bool, names: Any = None) -> Any:
-    """A ``cls`` of ``entries`` with the batch options of the ``from_*`` constructors."""
-    auto = auto_batch_size or (batch_dims is not None and batch_size is None)
+    """A ``cls`` of ``entries`` with the batch options of the ``from_*`` constructors: an
+    explicit ``batch_size`` wins over ``auto_batch_size``."""
+    auto = batch_size is None and (auto_batch_size or batch_dims is not None)
     out = cls(entries, batch_size=None if auto else batch_size, device=device)
     if auto:
         out.auto_batch_size_(batch_dims)
@@ -48,23 +73,105 @@ def _build(cls: type, entries: Mapping[str, Any], batch_size: Any, device: Any,
     return out
 
 
-def _from_namedtuple(obj: Any) -> dict[str, Any]:
-    return {name: _from_namedtuple(value) if _is_namedtuple(value) else value
-            for name, value in zip(obj._fields, obj)}
+_NUMBERS = (bool, int, float)
 
 
-def _from_tuple(obj: Sequence[Any]) -> dict[str, Any]:
-    return {str(i): _from_tuple(value) if isinstance(value, (tuple, list)) else value
-            for i, value in enumerate(obj)}
+def _number_leaves(obj: list[Any]) -> set[type] | None:
+    """The classes of the leaves of a rectangular nested list of numbers, else ``None``."""
+    if not obj or obj[0].__class__ is not list:
+        kinds = {value.__class__ for value in obj}
+        return kinds if kinds <= set(_NUMBERS) else None
+    kinds: set[type] = set()
+    for row in obj:
+        if row.__class__ is not list or len(row) != len(obj[0]):
+            return None
+        inner = _number_leaves(row)
+        if inner is None:
+            return None
+        kinds |= inner
+    return kinds
 
 
-def _from_dataclass(obj: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for field in dataclasses.fields(obj):
-        value = getattr(obj, field.name)
-        is_instance = dataclasses.is_dataclass(value) and not isinstance(value, type)
-        out[field.name] = _from_dataclass(value) if is_instance else value
+def _from_list(obj: list[Any]) -> Any:
+    """A tensor of a (nested) list of numbers of one type, else a NonTensorStack."""
+    kinds = _number_leaves(obj)
+    if kinds is not None and len(kinds) <= 1:
+        return torch.tensor(obj)
+    return classes.NonTensorStack(*obj)
+
+
+def _value(obj: Any) -> Any:
+    """One entry as the ``from_*`` constructors store it: containers become (nested)
+    dicts, lists tensors or NonTensorStacks, structured arrays TensorDicts."""
+    if isinstance(obj, (torch.Tensor, TensorCollection)):
+        return obj
+    if isinstance(obj, Mapping):
+        return {key: _value(value) for key, value in obj.items()}
+    if isinstance(obj, tuple):
+        keys = obj._fields if _is_namedtuple(obj) else map(str, range(len(obj)))
+        return {key: _value(value) for key, value in zip(keys, obj)}
+    if obj.__class__ is list:
+        return _from_list(obj)
+    if _is_dataclass_instance(obj):
+        return {field.name: _value(getattr(obj, field.name))
+                for field in dataclasses.fields(obj)}
+    if isinstance(obj, np.ndarray) and obj.dtype.names is not None:
+        return classes.TensorDict.from_struct_array(obj)
+    return obj
+
+
+def _struct_field(array: np.ndarray) -> Any:
+    """One field of a structured array: a tensor sharing its memory where torch can view
+    it (a copy otherwise), a TensorDict for a nested record, non-tensor data for text."""
+    if array.dtype.names is not None:
+        return classes.TensorDict.from_struct_array(array)
+    if array.dtype.kind not in "biufc":
+        return NonTensorData(array, batch_size=array.shape)
+    try:
+        return torch.from_numpy(array)
+    except (TypeError, ValueError):  # strides that are not a multiple of the item size
+        return torch.from_numpy(np.ascontiguousarray(array))
+
+
+def _struct_dtype(td: Any, batch_dims: int) -> list[tuple[Any, ...]]:
+    """The structured dtype of the entries of ``td`` past its first ``batch_dims`` dims."""
+    fields: list[tuple[Any, ...]] = []
+    for key in td._keys_str():
+        value = td._get_str(key)
+        if isinstance(value, torch.Tensor):
+            fields.append((key, _numpy_dtype(value.dtype), tuple(value.shape[batch_dims:])))
+        elif _non_tensor(value):
+            width = max([10, *(len(str(item)) for item in _texts(value))])
+            fields.append((key, f"U{width}"))
+        else:
+            fields.append((key, _struct_dtype(value, batch_dims)))
+    return fields
+
+
+_NUMPY_DTYPES: dict[torch.dtype, np.dtype] = {}
+
+
+def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
+    """The NumPy dtype of a torch dtype (TypeError for one NumPy lacks, as bfloat16)."""
+    out = _NUMPY_DTYPES.get(dtype)
+    if out is None:
+        out = _NUMPY_DTYPES[dtype] = torch.empty((), dtype=dtype).numpy().dtype
     return out
+
+
+def _texts(value: Any) -> list[Any]:
+    return value.tolist() if hasattr(value, "_flat") else [value.data]
+
+
+def _fill_struct(out: np.ndarray, td: Any) -> None:
+    for key in td._keys_str():
+        value = td._get_str(key)
+        if isinstance(value, torch.Tensor):
+            out[key] = value.detach().cpu().numpy()
+        elif _non_tensor(value):
+            out[key] = np.asarray(value.tolist() if hasattr(value, "_flat") else value.data)
+        else:
+            _fill_struct(out[key], value)
 
 
 def _from_pytree(obj: Any) -> Any:
@@ -106,7 +213,9 @@ class ConvertMixin:
                   device: Any = None, batch_dims: int | None = None,
                   auto_batch_size: bool = False, names: Sequence[str | None] | None = None
                   ) -> Any:
-        """A TensorDict of a (nested) dict; nested dicts become sub-TensorDicts.
+        """A TensorDict of a (nested) dict; nested dicts become sub-TensorDicts, and the
+        values are converted as :meth:`from_any` does. ``batch_dims`` alone turns
+        ``auto_batch_size`` on.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -115,13 +224,15 @@ class ConvertMixin:
         >>> td.batch_size, td.names
         (torch.Size([2]), ['time'])
         """
-        return _build(cls, input_dict, batch_size, device, batch_dims, auto_batch_size, names)
+        return _build(cls, _value(input_dict), batch_size, device, batch_dims,
+                      auto_batch_size, names)
 
     @classmethod
     def from_namedtuple(cls, named_tuple: Any, *, auto_batch_size: bool = False,
                         batch_dims: int | None = None, device: Any = None,
                         batch_size: Any = None) -> Any:
-        """A TensorDict of a (nested) namedtuple, keyed by field name.
+        """A TensorDict of a (nested) namedtuple, keyed by field name; the fields are
+        converted as :meth:`from_any` does.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -130,21 +241,25 @@ class ConvertMixin:
         >>> TensorDict.from_namedtuple(Pair(torch.zeros(2), Pair(1, 2)))["y", "x"]
         tensor(1)
         """
-        return _build(cls, _from_namedtuple(named_tuple), batch_size, device, batch_dims,
+        batch_dims = batch_dims if auto_batch_size else None
+        return _build(cls, _value(named_tuple), batch_size, device, batch_dims,
                       auto_batch_size)
 
     @classmethod
     def from_tuple(cls, obj: Sequence[Any], *, auto_batch_size: bool = False,
                    batch_dims: int | None = None, device: Any = None,
                    batch_size: Any = None) -> Any:
-        """A TensorDict of a (nested) tuple, keyed ``"0"``, ``"1"``...
+        """A TensorDict of a (nested) tuple, keyed ``"0"``, ``"1"``...; the elements are
+        converted as :meth:`from_any` does.
 
         >>> import torch
         >>> from tensordict import TensorDict
         >>> TensorDict.from_tuple((torch.zeros(2), (torch.ones(2),)))["1", "0"]
         tensor([1., 1.])
         """
-        return _build(cls, _from_tuple(obj), batch_size, device, batch_dims, auto_batch_size)
+        batch_dims = _drop_batch_dims("from_tuple", batch_dims, auto_batch_size, batch_size)
+        entries = {str(i): _value(value) for i, value in enumerate(obj)}
+        return _build(cls, entries, batch_size, device, batch_dims, auto_batch_size)
 
     @classmethod
     def from_dataclass(cls, dataclass: Any, *, auto_batch_size: bool = False,
@@ -162,9 +277,9 @@ class ConvertMixin:
         >>> TensorDict.from_dataclass(Obs(torch.zeros(4, 2), 3), auto_batch_size=True)
         TensorDict(batch_size=[], fields={pixels: f32[4,2], step: i64[]})
         """
-        if not dataclasses.is_dataclass(dataclass) or isinstance(dataclass, type):
+        if not _is_dataclass_instance(dataclass):
             raise TypeError(f"from_dataclass needs a dataclass instance, got {dataclass!r}")
-        return _build(cls, _from_dataclass(dataclass), batch_size, device, batch_dims,
+        return _build(cls, _value(dataclass), batch_size, device, batch_dims,
                       auto_batch_size)
 
     @classmethod
@@ -172,6 +287,9 @@ class ConvertMixin:
                           batch_dims: int | None = None, device: Any = None,
                           batch_size: Any = None) -> Any:
         """A TensorDict of the fields of a NumPy structured array (batch = its shape).
+
+        The tensors share memory with the array where torch can view its fields; a
+        nested record becomes a sub-TensorDict and a text field non-tensor data.
 
         >>> from tensordict import TensorDict
         >>> import numpy as np
@@ -182,9 +300,13 @@ class ConvertMixin:
         names = struct_array.dtype.names
         if names is None:
             raise TypeError("from_struct_array needs a structured array (with named fields)")
-        entries = {name: torch.as_tensor(np.ascontiguousarray(struct_array[name]))
-                   for name in names}
-        if batch_size is None and not auto_batch_size and batch_dims is None:
+        if batch_size is not None and auto_batch_size:
+            raise TypeError("Conflicting batch sizes in from_struct_array: batch_size and "
+                            "auto_batch_size cannot be both specified.")
+        batch_dims = _drop_batch_dims("from_struct_array", batch_dims, auto_batch_size,
+                                      batch_size)
+        entries = {name: _struct_field(struct_array[name]) for name in names}
+        if batch_size is None and not auto_batch_size:
             batch_size = struct_array.shape
         return _build(cls, entries, batch_size, device, batch_dims, auto_batch_size)
 
@@ -192,7 +314,8 @@ class ConvertMixin:
     def from_pytree(cls, pytree: Any, *, batch_size: Any = None, auto_batch_size: bool = False,
                     batch_dims: int | None = None) -> Any:
         """A TensorDict of nested dicts, lists, tuples and namedtuples; ``to_pytree``
-        gives the containers back (their types are kept under ``"_pytree_type"``).
+        gives the containers back (their types are kept under ``"_pytree_type"``). A
+        leaf that is no container is returned as it is.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -203,36 +326,65 @@ class ConvertMixin:
         """
         entries = _from_pytree(pytree)
         if not isinstance(entries, dict):
-            raise TypeError(f"from_pytree needs a dict, list or tuple, got {type(pytree)}")
+            return pytree
+        batch_dims = _drop_batch_dims("from_pytree", batch_dims, auto_batch_size, batch_size)
         return _build(cls, entries, batch_size, None, batch_dims, auto_batch_size)
 
     @classmethod
     def from_any(cls, obj: Any, *, auto_batch_size: bool = False,
                  batch_dims: int | None = None, device: Any = None,
                  batch_size: Any = None) -> Any:
-        """A TensorDict of a TensorDict, dict, namedtuple, dataclass, tuple or list, or
-        NumPy structured array.
+        """Convert ``obj`` recursively: a dict, namedtuple, dataclass, tuple or NumPy
+        structured array becomes a TensorDict, a list a tensor (numbers of one type) or a
+        NonTensorStack; a tensor, a tensor collection or anything else is returned as it is.
 
         >>> import torch
         >>> from tensordict import TensorDict
         >>> TensorDict.from_any({"a": torch.zeros(3)}, auto_batch_size=True).batch_size
         torch.Size([3])
+        >>> TensorDict.from_any([1, 2])
+        tensor([1, 2])
         """
-        options = {"auto_batch_size": auto_batch_size, "batch_dims": batch_dims,
-                   "device": device, "batch_size": batch_size}
-        if isinstance(obj, classes.TensorDictBase):
+        options = {"auto_batch_size": auto_batch_size, "device": device,
+                   "batch_size": batch_size}
+        if isinstance(obj, (torch.Tensor, TensorCollection)):
             return obj
         if isinstance(obj, Mapping):
-            return cls.from_dict(obj, **options)
+            dims = _drop_batch_dims("from_any", batch_dims, auto_batch_size, batch_size)
+            return cls.from_dict(obj, batch_dims=dims, **options)
         if _is_namedtuple(obj):
-            return cls.from_namedtuple(obj, **options)
-        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-            return cls.from_dataclass(obj, **options)
+            return cls.from_namedtuple(obj, batch_dims=batch_dims, **options)
+        if _is_dataclass_instance(obj):
+            return cls.from_dataclass(obj, batch_dims=batch_dims, **options)
         if isinstance(obj, np.ndarray) and obj.dtype.names is not None:
-            return cls.from_struct_array(obj, **options)
-        if isinstance(obj, (tuple, list)):
-            return cls.from_tuple(obj, **options)
-        raise TypeError(f"cannot build a TensorDict from a {type(obj).__name__}")
+            return cls.from_struct_array(obj, batch_dims=batch_dims, **options)
+        if isinstance(obj, tuple):
+            return cls.from_tuple(obj, batch_dims=batch_dims, **options)
+        if obj.__class__ is list:
+            return _from_list(obj)
+        return obj
+
+    def to_struct_array(self) -> np.ndarray:
+        """A NumPy structured array of the entries, shaped like the batch (a copy).
+
+        Nested TensorDicts become nested records, the feature dims of a tensor the shape
+        of its field, and text ``"U"`` fields of at least 10 characters;
+        :meth:`from_struct_array` converts back.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(a=torch.tensor([1, 2]), n=TensorDict(b=torch.zeros(2, 3),
+        ...                 batch_size=[2]), batch_size=[2])
+        >>> td.to_struct_array().dtype
+        dtype([('a', '<i8'), ('n', [('b', '<f4', (3,))])])
+        >>> TensorDict.from_struct_array(td.to_struct_array())
+        TensorDict(batch_size=[2], fields={a: i64[], n: {b: f32[3]}})
+        """
+        if not any(True for _ in self._keys_str()):
+            raise ValueError("to_struct_array needs a TensorDict with at least one entry")
+        out = np.empty(tuple(self.batch_size), dtype=_struct_dtype(self, self.batch_dims))
+        _fill_struct(out, self)
+        return out
 
     def to_namedtuple(self) -> Any:
         """The entries as (nested) namedtuples called ``GenericDict``.
@@ -318,6 +470,80 @@ def from_dict(input_dict: Mapping[str, Any], batch_size: Any = None, device: Any
     return classes.TensorDict.from_dict(input_dict, batch_size=batch_size, device=device,
                                         batch_dims=batch_dims,
                                         auto_batch_size=auto_batch_size, names=names)
+
+
+def from_any(obj: Any, *, auto_batch_size: bool = False, batch_dims: int | None = None,
+             device: Any = None, batch_size: Any = None) -> Any:
+    """Alias of :meth:`TensorDict.from_any`.
+
+    >>> import torch
+    >>> import tensordict
+    >>> tensordict.from_any({"obs": torch.zeros(3, 4), "pair": (torch.zeros(3), 1)})
+    TensorDict(batch_size=[], fields={obs: f32[3,4], pair: {0: f32[3], 1: i64[]}})
+    """
+    return classes.TensorDict.from_any(obj, auto_batch_size=auto_batch_size,
+                                       batch_dims=batch_dims, device=device,
+                                       batch_size=batch_size)
+
+
+def from_namedtuple(named_tuple: Any, *, auto_batch_size: bool = False,
+                    batch_dims: int | None = None, device: Any = None,
+                    batch_size: Any = None) -> Any:
+    """Alias of :meth:`TensorDict.from_namedtuple`.
+
+    >>> import collections, torch
+    >>> import tensordict
+    >>> Pair = collections.namedtuple("Pair", ["x", "y"])
+    >>> tensordict.from_namedtuple(Pair(torch.zeros(2), 1))
+    TensorDict(batch_size=[], fields={x: f32[2], y: i64[]})
+    """
+    return classes.TensorDict.from_namedtuple(named_tuple, auto_batch_size=auto_batch_size,
+                                              batch_dims=batch_dims, device=device,
+                                              batch_size=batch_size)
+
+
+def from_tuple(obj: Sequence[Any], *, auto_batch_size: bool = False,
+               batch_dims: int | None = None, device: Any = None,
+               batch_size: Any = None) -> Any:
+    """Alias of :meth:`TensorDict.from_tuple`.
+
+    >>> import torch
+    >>> import tensordict
+    >>> tensordict.from_tuple((torch.zeros(2), [1, 2]))
+    TensorDict(batch_size=[], fields={0: f32[2], 1: i64[2]})
+    """
+    return classes.TensorDict.from_tuple(obj, auto_batch_size=auto_batch_size,
+                                         batch_dims=batch_dims, device=device,
+                                         batch_size=batch_size)
+
+
+def from_pytree(pytree: Any, *, batch_size: Any = None, auto_batch_size: bool = False,
+                batch_dims: int | None = None) -> Any:
+    """Alias of :meth:`TensorDict.from_pytree`.
+
+    >>> import torch
+    >>> import tensordict
+    >>> tensordict.from_pytree([torch.zeros(2)]).to_pytree()
+    [tensor([0., 0.])]
+    """
+    return classes.TensorDict.from_pytree(pytree, batch_size=batch_size,
+                                          auto_batch_size=auto_batch_size,
+                                          batch_dims=batch_dims)
+
+
+def from_struct_array(struct_array: np.ndarray, *, auto_batch_size: bool = False,
+                      batch_dims: int | None = None, device: Any = None,
+                      batch_size: Any = None) -> Any:
+    """Alias of :meth:`TensorDict.from_struct_array`.
+
+    >>> import numpy as np
+    >>> import tensordict
+    >>> tensordict.from_struct_array(np.zeros(2, dtype=[("x", np.float32)]))
+    TensorDict(batch_size=[2], fields={x: f32[]})
+    """
+    return classes.TensorDict.from_struct_array(struct_array, auto_batch_size=auto_batch_size,
+                                                batch_dims=batch_dims, device=device,
+                                                batch_size=batch_size)
 
 
 def make_tensordict(input_dict: Mapping[str, Any] | None = None, batch_size: Any = None,

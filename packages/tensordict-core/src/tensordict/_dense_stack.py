@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tensordict._base import TensorDictBase
 from tensordict._collection import classes, is_tensor_collection
 from tensordict._options import lazy_legacy
-from tensordict._stack import StackMismatchError, maybe_dense_stack, stack
+from tensordict._stack import StackMismatchError, maybe_dense_stack, stack, stack_lazy
 
 if TYPE_CHECKING:
     from tensordict._lazy import LazyStackedTensorDict
@@ -72,7 +72,7 @@ def _stack_levels(tds: list[Any], dim: int) -> Any:
     dim %= ndim + 1
     kinds = {type(td) for td in tds}
     if kinds == {classes.LazyStackedTensorDict}:
-        return _stack_lazy(tds, dim)
+        return stack_lazy(tds, dim, _stack_levels)
     if len(kinds) == 1 and kinds != {classes.TensorDict}:  # tensorclasses, non-tensor stacks...
         return maybe_dense_stack(tds, dim)
     keys = list(tds[0]._keys_str())
@@ -90,21 +90,6 @@ def _stack_levels(tds: list[Any], dim: int) -> Any:
     for key in nested:
         entries[key] = _stack_levels([td._get_str(key) for td in tds], dim)
     return classes.TensorDict._new_unsafe(entries, flat.batch_size, flat.device, flat._names)
-
-
-def _stack_lazy(stacks: list[LazyStackedTensorDict], dim: int) -> Any:
-    """Lazy stacks of the same stack dim and length: a lazy stack of their stacked parts."""
-    first = stacks[0]
-    same = all(s.stack_dim == first.stack_dim and s.batch_size == first.batch_size
-               for s in stacks[1:])
-    if not same:
-        return classes.LazyStackedTensorDict.lazy_stack(stacks, dim)
-    stack_dim = first.stack_dim
-    part_dim = dim if dim <= stack_dim else dim - 1
-    parts = [_stack_levels(list(group), part_dim)
-             for group in zip(*(s.tensordicts for s in stacks))]
-    return classes.LazyStackedTensorDict(*parts, stack_dim=stack_dim + 1 if dim <= stack_dim
-                                         else stack_dim)
 
 
 def _is_node(value: Any) -> bool:

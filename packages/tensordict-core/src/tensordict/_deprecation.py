@@ -8,9 +8,12 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def deprecation_message(what: str, *, removal: str, replacement: str | None = None) -> str:
@@ -48,6 +51,49 @@ def warn_deprecated(what: str, *, removal: str, replacement: str | None = None,
     """
     warnings.warn(deprecation_message(what, removal=removal, replacement=replacement),
                   DeprecationWarning, stacklevel=stacklevel + 1)
+
+
+def deprecated(what: str, *, removal: str, replacement: str | None = None
+               ) -> Callable[[_F], _F]:
+    """Decorate a function or method so that each call warns as :func:`warn_deprecated`.
+
+    >>> import warnings
+    >>> @deprecated("old()", removal="0.17", replacement="new()")
+    ... def old(x):
+    ...     return x + 1
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     old(1)
+    2
+    >>> caught[0].category.__name__
+    'DeprecationWarning'
+    """
+
+    def decorate(function: _F) -> _F:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            warn_deprecated(what, removal=removal, replacement=replacement, stacklevel=2)
+            return function(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def warn_deprecated_env_var(name: str, value: str, *, removal: str,
+                            replacement: str | None = None) -> None:
+    """Emit a :class:`FutureWarning` (shown by default) saying that the environment
+    variable setting ``name=value`` goes away; call it where the variable is read.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_deprecated_env_var("LIST_TO_STACK", "0", removal="0.17")
+    >>> str(caught[0].message)
+    'LIST_TO_STACK=0 is deprecated and will be removed in TensorDict 0.17.'
+    """
+    warnings.warn(deprecation_message(f"{name}={value}", removal=removal,
+                                      replacement=replacement), FutureWarning, stacklevel=2)
 
 
 def deprecated_attributes(module: str, attributes: Mapping[str, tuple[Any, str | None]], *,

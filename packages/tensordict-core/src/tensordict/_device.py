@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
+from tensordict._consolidate import move_consolidated
 from tensordict._pointwise import cast_leaves
 from tensordict._reductions import reduce_fully
 from tensordict._shapes import as_device
@@ -69,11 +70,16 @@ class DeviceMixin:
         >>> td = TensorDict(a=torch.zeros(2), batch_size=[2])
         >>> td.to(None) is td, td.to(batch_size=[]) is td, td.batch_size
         (True, True, torch.Size([]))
+
+        A consolidated TensorDict (see :meth:`consolidate`) moves as one buffer, and the
+        result is consolidated too.
         """
         device, dtype, batch_size, non_blocking = _parse_to_args(*args, **kwargs)
         out = self if dtype is None and device is None else None
         if out is None and device is None:
             out = cast_leaves(self, dtype)  # a dense TensorDict: one _foreach call
+        if out is None and dtype is None:  # consolidated: one buffer to move
+            out = move_consolidated(self, as_device(device), non_blocking)
         if out is None:
             # non_blocking only when set: each keyword costs torch's argument parser time
             to_kwargs: dict[str, Any] = {"non_blocking": True} if non_blocking else {}

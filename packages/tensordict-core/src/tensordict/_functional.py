@@ -36,7 +36,9 @@ if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
 
 _Tensor = torch.Tensor
-_is_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+_functorch = torch._C._functorch
+_is_functorch_wrapped = _functorch.is_functorch_wrapped_tensor
+_Uninitialized = nn.parameter.UninitializedTensorMixin
 _SIZE0 = torch.Size([])
 
 
@@ -82,7 +84,10 @@ class FunctionalMixin:
         """The parameters of several modules of the same structure, stacked along dim 0.
 
         Leaves that were parameters are ``nn.Parameter`` objects of the stacked data (so
-        the result can be optimized); the modules themselves are left unchanged.
+        the result can be optimized); the modules themselves are left unchanged. The
+        uninitialized parameters (buffers) of lazy modules give one uninitialized stack
+        each: the first call of a module they are put into (``to_module``, inside
+        ``vmap`` too) materializes it whole, each slice initialized on its own.
 
         Args:
             *modules: modules with the same parameter and buffer names and shapes.
@@ -107,6 +112,8 @@ class FunctionalMixin:
         size = torch.Size([len(tds)])
 
         def stack(first: _Tensor, *rest: _Tensor) -> _Tensor:
+            if isinstance(first, _Uninitialized):
+                return _stacked_uninitialized(first, size)
             if expand_identical and all(t is first for t in rest):
                 return first.expand(size + first.shape)
             with torch.no_grad():
@@ -212,10 +219,15 @@ def _finish(td: Any, as_module: bool, lock: bool) -> Any:
     return td
 
 
+def _shape(tensor: _Tensor) -> torch.Size | str:
+    """The shape of ``tensor``; the class name of an uninitialized one (it has no shape)."""
+    return type(tensor).__name__ if isinstance(tensor, _Uninitialized) else tensor.shape
+
+
 def _check_same_structure(tds: Sequence[Any]) -> None:
-    reference = {key: value.shape for key, value in tds[0].items(True, True)}
+    reference = {key: _shape(value) for key, value in tds[0].items(True, True)}
     for i, td in enumerate(tds[1:], 1):
-        other = {key: value.shape for key, value in td.items(True, True)}
+        other = {key: _shape(value) for key, value in td.items(True, True)}
         if other.keys() != reference.keys():
             diff = sorted(map(str, reference.keys() ^ other.keys()))
             raise KeyError(f"from_modules: module {i} does not have the same tensors as module 0 "
@@ -255,12 +267,15 @@ class _Swap:
         """Write the leaves of ``td`` into ``module``; the replaced tensors (if kept)."""
         params, buffers = module._parameters, module._buffers
         td_cls = self.td_cls
+        as_attributes = self.as_attributes
         if isinstance(module, classes.TensorDictBase):  # TensorDictParams: dotted paths
             td = td.flatten_keys(".")
+            as_attributes = False  # its leaves are its data: the values go in there
         entries = (td._tensordict if type(td) is td_cls
                    else {key: td._get_str(key) for key in td._keys_str()})
         undo, wrap = self.undo, self.wrap
         swapped: dict[str, Any] = {}
+        rebatch = None
         for key, value in entries.items():
             if isinstance(value, _Tensor):
                 slots = params if key in params else buffers if key in buffers else None
@@ -281,13 +296,25 @@ class _Swap:
                         and value.grad_fn is None and not _is_functorch_wrapped(value)
                         and _is_parameter(old)):
                     value = nn.Parameter(value, requires_grad=old.requires_grad)
-                if self.as_attributes and slots is params and not _is_parameter(value):
+                if as_attributes and slots is params and not _is_parameter(value):
                     undo.append((_Registered(module, slots), key, old, None))
                     del slots[key]  # a plain attribute, registered again by the undo
                     module.__dict__[key] = value
+                elif slots is not params and slots is not buffers and _is_parameter(value):
+                    # a parameter taking the place of a plain attribute is registered (a
+                    # lazy module initializes the parameters it has), the undo restores it
+                    undo.append((_Attribute(module), key, old, None))
+                    del slots[key]
+                    params[key] = value
                 else:
                     undo.append((slots, key, old, None))
                     slots[key] = value
+                if (value.__class__ in _STACKED_UNINITIALIZED and value.vmap_level is not None
+                        and _functorch.peek_interpreter_stack() is not None):
+                    if rebatch is None:
+                        rebatch = _Rebatch(module)
+                        undo.append((rebatch, key, None, None))
+                    rebatch.entries.append((key, value.in_dim, value.vmap_level))
                 swapped[key] = old
             elif type(value) is td_cls or (isinstance(value, classes.TensorDictBase)
                                            and not getattr(value, "_is_non_tensor", False)):
@@ -329,6 +356,102 @@ class _Registered:
         slots.clear()
         slots.update({name: entries.pop(name) for name in self.order if name in entries})
         slots.update(entries)
+
+
+class _Attribute:
+    """Where a plain attribute replaced by a registered parameter goes back (see
+    :class:`_Registered`): the parameter is unregistered, the attribute set again."""
+
+    __slots__ = ("module",)
+
+    def __init__(self, module: nn.Module) -> None:
+        self.module = module
+
+    def __setitem__(self, key: str, value: _Tensor) -> None:
+        self.module._parameters.pop(key, None)
+        self.module.__dict__[key] = value
+
+
+class _StackedUninitialized:
+    """A stack of ``batch_size`` uninitialized tensors of lazy modules (a leaf of
+    :meth:`from_modules`): ``materialize(shape)`` materializes all of them at once, with
+    shape ``batch_size + shape``. ``vmap`` cannot map over it: a TensorDictParams holding
+    it passes it through as it is, noting the mapped dim and level (``in_dim``,
+    ``vmap_level``) for ``to_module`` (see :class:`_Rebatch`).
+
+    >>> import torch
+    >>> from torch import nn
+    >>> from tensordict import TensorDict
+    >>> params = TensorDict.from_modules(nn.LazyLinear(3), nn.LazyLinear(3))
+    >>> weight = params["weight"]
+    >>> weight.materialize((3, 2))
+    >>> type(weight).__name__, weight.shape
+    ('Parameter', torch.Size([2, 3, 2]))
+    """
+
+    batch_size: torch.Size
+    in_dim: int | None
+    vmap_level: int | None
+
+    def materialize(self, shape: Sequence[int], device: Any = None, dtype: Any = None) -> None:
+        """Materialize the whole stack: ``batch_size + shape``."""
+        batch_size = self.batch_size
+        super().materialize((*batch_size, *shape), device=device, dtype=dtype)  # type: ignore[misc]
+        for name in ("batch_size", "in_dim", "vmap_level"):  # now a plain Parameter (buffer)
+            self.__dict__.pop(name, None)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        if id(self) not in memo:
+            memo[id(self)] = _stacked_uninitialized(self, self.batch_size)
+        return memo[id(self)]
+
+
+class _StackedUninitializedParameter(_StackedUninitialized, nn.UninitializedParameter):
+    """A stack of uninitialized parameters (see :class:`_StackedUninitialized`)."""
+
+
+class _StackedUninitializedBuffer(_StackedUninitialized, nn.UninitializedBuffer):
+    """A stack of uninitialized buffers (see :class:`_StackedUninitialized`)."""
+
+
+_STACKED_UNINITIALIZED = (_StackedUninitializedParameter, _StackedUninitializedBuffer)
+
+
+def _stacked_uninitialized(first: Any, size: torch.Size) -> _StackedUninitialized:
+    """An uninitialized stack of ``size`` tensors like ``first`` (an uninitialized one)."""
+    data = first.data
+    if isinstance(first, nn.Parameter):
+        out: Any = _StackedUninitializedParameter(first.requires_grad, data.device, data.dtype)
+    else:
+        out = _StackedUninitializedBuffer(first.requires_grad, data.device, data.dtype)
+    out.batch_size, out.in_dim, out.vmap_level = size, None, None
+    return out
+
+
+class _Rebatch:
+    """A forward pre-hook ``to_module`` puts on a module that gets stacks of uninitialized
+    tensors inside ``vmap`` (the module is lazy). It runs once, after the lazy module's
+    own hook: that one materialized the whole stacks (each slice initialized on its own,
+    as ``reset_parameters`` sees the whole stack); this one hands the module their slice
+    at the ``vmap`` level, so that its forward maps over them. Removed when the ``with``
+    block ends (it is an entry of the undo log)."""
+
+    __slots__ = ("entries", "handle")
+
+    def __init__(self, module: nn.Module) -> None:
+        self.entries: list[tuple[str, int, int]] = []  # (key, in_dim, vmap_level)
+        self.handle = module.register_forward_pre_hook(self)
+
+    def __call__(self, module: nn.Module, args: Any) -> None:
+        self.handle.remove()
+        for key, in_dim, level in self.entries:
+            slots = module._parameters if key in module._parameters else module._buffers
+            value = slots.get(key)
+            if value is not None and not isinstance(value, _Uninitialized):
+                slots[key] = _functorch._add_batch_dim(value, in_dim, level)
+
+    def __setitem__(self, key: str, value: Any) -> None:  # the undo: remove the hook
+        self.handle.remove()
 
 
 def _is_parameter(tensor: _Tensor) -> bool:

@@ -112,11 +112,14 @@ def collect_entries(td: Any, prefix: tuple[str, ...], include_nested: bool,
     >>> collect_entries(td, (), True, True, default_is_leaf, False, [])
     ['a', ('n', 'b')]
     """
+    if is_leaf not in _STOCK_PREDICATES:
+        return _collect_by_predicate(td, prefix, include_nested, leaves_only, is_leaf,
+                                     with_values, out)
     entries = getattr(td, "_tensordict", None)
     dense = entries.__class__ is dict
     pairs = entries.items() if dense else [(key, td._peek_str(key)) for key in td._keys_str()]
     # a sub-TensorDict of the same class is a node with entries under the stock predicates
-    same_class_is_node = dense and is_leaf in _STOCK_PREDICATES
+    same_class_is_node = dense
     td_class = td.__class__
     for key, value in pairs:
         name = prefix + (key,) if prefix else key
@@ -137,19 +140,46 @@ def collect_entries(td: Any, prefix: tuple[str, ...], include_nested: bool,
     return out
 
 
+def _collect_by_predicate(td: Any, prefix: tuple[str, ...], include_nested: bool,
+                          leaves_only: bool, is_leaf: Callable[[type], bool],
+                          with_values: bool, out: list[Any]) -> list[Any]:
+    """:func:`collect_entries` under a custom ``is_leaf``: it picks the entries listed
+    with ``leaves_only`` (tensors too are listed only if it says so), and every
+    sub-TensorDict is walked with ``include_nested``, leaf or not.
+
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.zeros(()), "n": {"m": {"b": torch.zeros(())}}})
+    >>> _collect_by_predicate(td, (), True, True, lambda cls: cls is TensorDict, False, [])
+    [('n', 'm'), 'n']
+    """
+    entries = getattr(td, "_tensordict", None)
+    pairs = entries.items() if entries.__class__ is dict else \
+        [(key, td._get_str(key)) for key in td._keys_str()]
+    for key, value in pairs:
+        name = prefix + (key,) if prefix else key
+        cls = value.__class__
+        if include_nested and cls is not _Tensor and not isinstance(value, _Tensor) \
+                and _has_entries(value):
+            _collect_by_predicate(value, prefix + (key,), include_nested, leaves_only,
+                                  is_leaf, with_values, out)
+        if not leaves_only or is_leaf(cls):
+            out.append((name, value) if with_values else name)
+    return out
+
+
 def _count_entries(td: Any, include_nested: bool, leaves_only: bool,
                    is_leaf: Callable[[type], bool]) -> int:
     """How many keys :func:`collect_entries` lists (``list(view)`` asks ``len`` first)."""
     entries = getattr(td, "_tensordict", None)
-    if entries.__class__ is not dict:  # a lazy stack: count what the traversal lists
+    if entries.__class__ is not dict or is_leaf not in _STOCK_PREDICATES:
+        # a lazy stack or a custom predicate: count what the traversal lists
         return len(collect_entries(td, (), include_nested, leaves_only, is_leaf, False, []))
-    same_class_is_node = is_leaf in _STOCK_PREDICATES
     td_class = td.__class__
     count = 0
     for value in entries.values():
         cls = value.__class__
-        if cls is _Tensor or (cls is not td_class or not same_class_is_node) and (
-                isinstance(value, _Tensor) or is_leaf(cls)):
+        if cls is _Tensor or cls is not td_class and (isinstance(value, _Tensor)
+                                                      or is_leaf(cls)):
             count += 1
             continue
         if include_nested and (cls is td_class or _has_entries(value)):

@@ -33,6 +33,14 @@ from tensordict import errors
 from tensordict._base import TensorDictBase
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection, register_class
 from tensordict._lazy_dict import LazyDictMixin, lazy_repr
+from tensordict._lazy_index import (
+    dims_in_place,
+    index_part,
+    part_choice,
+    part_plan,
+    ragged_choice,
+    split_value,
+)
 from tensordict._lazy_ops import (
     DensifyMixin,
     common_shape,
@@ -41,11 +49,13 @@ from tensordict._lazy_ops import (
     restructure,
     stack_tensors,
 )
+from tensordict._map import MapMixin
 from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nested_key import NestedKey, key_to_path
 from tensordict._nontensor import merged_non_tensor, unwrap_non_tensor
 from tensordict._options import list_to_stack
 from tensordict._plan import WritePlan, broadcasts_to
+from tensordict._ragged import RaggedShapeMixin, ragged_size, stacked_size
 from tensordict._serialization import allow_weights_only_load
 from tensordict._shapes import (
     as_device,
@@ -64,18 +74,25 @@ _UNKNOWN = False  # a device not looked up yet (neither a device nor None; pickl
 
 # The lazy overrides, before the methods every TensorDict shares (TensorDictBase's mixins).
 @register_class
-class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
+class LazyStackedTensorDict(RaggedShapeMixin, LazyDictMixin, DensifyMixin, MapMixin,
+                            TensorDictBase):
     """A stack of TensorDicts along ``stack_dim`` that keeps the TensorDicts.
 
     Args:
-        *tensordicts: the parts, all of the same batch size.
+        *tensordicts: the parts, all with the same number of batch dims. Where their
+            batch sizes differ, the stack's batch size has ``-1`` (see
+            :mod:`tensordict._ragged`).
         stack_dim: the batch dim along which they are stacked.
         batch_size: checked against the parts; required when there are none.
         device: if given, parts on another device are moved there.
         names: the dim names (the stack dim's name included).
         stack_dim_name: the name of the stack dim alone.
-        strict_shape: accepted for compatibility; parts must share their batch size.
-        hook_out, hook_in: accepted for compatibility, unused.
+        strict_shape: accepted for compatibility.
+        hook_out: called on every stacked tensor that ``get`` (or ``stack[key]``) returns;
+            its result is returned instead.
+        hook_in: called on every tensor written with ``set`` (or ``stack[key] = value``)
+            before it is split into the parts.
+        Neither hook is kept by the stacks that methods return (clones, indexes...).
 
     >>> stack = LazyStackedTensorDict(TensorDict(a=torch.zeros(2), batch_size=[2]),
     ...                               TensorDict(a=torch.ones(2), batch_size=[2]), stack_dim=1)
@@ -85,7 +102,7 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
     """
 
     __slots__ = ("tensordicts", "_stack_dim", "_stack_dim_name", "_batch_size", "_device",
-                 "_is_locked", "_exit_stack", "__weakref__")
+                 "_is_locked", "_exit_stack", "hook_out", "hook_in", "__weakref__")
 
     def __init__(
         self,
@@ -101,9 +118,12 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
     ) -> None:
         parts = list(tensordicts)
         if parts:
-            full = _stacked_size(parts, stack_dim)
+            full = stacked_size(parts, stack_dim)
+            if -1 in full and self._is_non_tensor:
+                raise RuntimeError(f"the parts of a non-tensor stack need the same batch size, "
+                                   f"got {[list(td.batch_size) for td in parts]}")
             stack_dim = stack_dim % len(full)
-            if batch_size is not None and as_size(batch_size) != full:
+            if batch_size is not None and _given_size(batch_size) != full:
                 raise RuntimeError(f"batch_size {as_size(batch_size)} does not match the "
                                    f"stacked batch size {full} of the parts")
         elif batch_size is None:
@@ -122,6 +142,8 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
             self._device = device
         if names is not None:
             self.names = names
+        self.hook_out = hook_out
+        self.hook_in = hook_in
 
     def _init(self, parts: list[Any], stack_dim: int, batch_size: torch.Size,
               stack_dim_name: str | None) -> None:
@@ -132,13 +154,18 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
         self._device: Any = _UNKNOWN  # found on first use (see the device property)
         self._is_locked = False
         self._exit_stack: list[Any] | None = None
+        self.hook_out: Callable[[_Tensor], _Tensor] | None = None
+        self.hook_in: Callable[[_Tensor], _Tensor] | None = None
 
     @classmethod
     def _new_unsafe(cls, parts: list[Any], stack_dim: int,
                     stack_dim_name: str | None = None) -> LazyStackedTensorDict:
-        """Stack ``parts`` (known to share their batch size) without checks."""
+        """Stack ``parts`` (of the same number of batch dims) without checks."""
         self = object.__new__(cls)
-        size = parts[0].batch_size
+        sizes = list(map(_BATCH_SIZE, parts))
+        size = sizes[0]
+        if sizes.count(size) != len(sizes):
+            size = ragged_size(sizes)
         full = size[:stack_dim] + torch.Size([len(parts)]) + size[stack_dim:]
         self._init(parts, stack_dim, full, stack_dim_name)
         return self
@@ -208,6 +235,11 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
     @batch_size.setter
     def batch_size(self, value: Sequence[int]) -> None:
         new = as_size(value)
+        if -1 in self._batch_size and new != self._batch_size:
+            raise RuntimeError(
+                f"Received a new batch size {list(new)} with an existing batch_size "
+                f"{self._batch_size} in a lazy TD. Modifying the batch size of a lazy stack of "
+                "parts of different batch sizes is not permitted.")
         if self._is_locked and new != self._batch_size:
             raise errors.locked(f"change the batch size {list(self._batch_size)} to "
                                 f"{list(new)} of a")
@@ -298,6 +330,8 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
     def _stack_entry(self, key: Any, values: list[Any]) -> Any:
         first = values[0]
         if isinstance(first, _Tensor):
+            if self.hook_out is not None:
+                return self.hook_out(stack_tensors(key, values, self._stack_dim))
             return stack_tensors(key, values, self._stack_dim)
         if getattr(first, "_is_non_tensor", False):
             size = list(first.batch_size)
@@ -338,7 +372,8 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
             as_list: the parts' values, as a list.
             as_padded_tensor: stacked after padding them to a common shape with
                 ``padding_value`` (on the ``padding_side``).
-            as_nested_tensor: a ``torch.nested`` tensor of the given ``layout``.
+            as_nested_tensor: a ``torch.nested`` tensor of the given ``layout``
+                (``torch.jagged`` by default).
 
         >>> stack = lazy_stack([TensorDict(x=torch.zeros(1)), TensorDict(x=torch.ones(2))])
         >>> stack.get("x", as_nested_tensor=True, layout=torch.jagged).is_nested
@@ -351,8 +386,8 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
         values = [td._get_path(path[-1]) for td in parent.tensordicts]
         return self.lazy_stack(
             values, parent.stack_dim, as_list=as_list, as_padded_tensor=as_padded_tensor,
-            as_nested_tensor=as_nested_tensor, padding_side=padding_side, layout=layout,
-            padding_value=padding_value)
+            as_nested_tensor=as_nested_tensor, padding_side=padding_side,
+            layout=layout or torch.jagged, padding_value=padding_value)
 
     def get_item_shape(self, key: NestedKey) -> torch.Size:
         """The shape of ``key`` as stacked, with ``-1`` at the dims where the parts differ.
@@ -381,6 +416,8 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
             self._plan_set_(plan, key, value, key, non_blocking)
             plan.run()
             return self
+        if self.hook_in is not None and isinstance(value, _Tensor):
+            value = self.hook_in(value)
         pieces = None if validated else self._per_part(value)
         per_part = pieces is not None  # one piece per part, each still to check
         if not per_part:
@@ -502,14 +539,19 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
         parts = normalize_index(index, self._batch_size)
         if all(p.__class__ in _SIMPLE for p in parts):
             return self._index_simple(parts)
+        if -1 in self._batch_size:  # only the parts know their sizes: they index themselves
+            return self._index_simple(masks_to_indices(parts))
         batch_size = indexed_batch_size(self._batch_size, parts)
         key = parts[0] if len(parts) == 1 else parts
         return self._apply_nest(lambda x: x[key], batch_size=batch_size)
 
     def _index_simple(self, parts: tuple[Any, ...]) -> Any:
-        """Index with ints, slices and None: pick parts, then index each."""
+        """Index with ints, slices and None (or, for ragged stacks, anything that indexes
+        each part, the stack dim taking at most a 1-D tensor): pick parts, then index each."""
         sd = self._stack_dim
-        indexed_batch_size(self._batch_size, parts)  # raises for out-of-range ints
+        ragged = -1 in self._batch_size
+        if not ragged:
+            indexed_batch_size(self._batch_size, parts)  # raises for out-of-range ints
         dim, out_dims = 0, 0
         for position, part in enumerate(parts):
             if part is not None and dim == sd:
@@ -523,9 +565,16 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
             chosen, rest = slice(None), parts
             out_dims += sd - dim
         if chosen.__class__ is int:
-            return _index_part(self.tensordicts[chosen], rest)
-        pieces = [_index_part(td, rest) for td in self.tensordicts[chosen]]
+            return index_part(self.tensordicts[chosen], rest)
+        if chosen.__class__ is slice:
+            chosen_parts = self.tensordicts[chosen]
+        else:
+            chosen_parts = ragged_choice(self.tensordicts, chosen)
+        pieces = [index_part(td, rest) for td in chosen_parts]
         if not pieces:
+            if ragged:
+                raise IndexError(f"the index {parts} selects no part of a lazy stack of "
+                                 f"batch size {self._batch_size}: its size is unknown")
             return self._apply_nest(lambda x: x[parts], batch_size=indexed_batch_size(
                 self._batch_size, parts))
         return type(self)._new_unsafe(pieces, out_dims)
@@ -539,19 +588,19 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
         check_bounds(masks_to_indices(parts), self._batch_size)
         sd = self._stack_dim
         parts += (slice(None),) * (sd + 1 - len(parts))
-        chosen, rest = _part_choice(parts[sd]), parts[:sd] + parts[sd + 1:]
-        if chosen is not None and _dims_in_place(rest, parts[sd]):
+        chosen, rest = part_choice(parts[sd]), parts[:sd] + parts[sd + 1:]
+        if chosen is not None and dims_in_place(rest, parts[sd]):
             if chosen.__class__ is int:
-                return _part_plan(self.tensordicts[chosen], rest, value)
+                return part_plan(self.tensordicts[chosen], rest, value)
             targets = self.tensordicts[chosen] if chosen.__class__ is slice else \
                 [self.tensordicts[i] for i in chosen]
             sub_batch = indexed_batch_size(self._batch_size, parts)
             sub_dim = sum(p.__class__ is not int for p in parts[:sd])  # the stack dim, indexed
-            pieces = _split_value(value, sub_batch, sub_dim, len(targets))
+            pieces = split_value(value, sub_batch, sub_dim, len(targets))
             if pieces is not None:
                 plan = WritePlan()
                 for td, piece in zip(targets, pieces):
-                    plan.extend(_part_plan(td, rest, piece))
+                    plan.extend(part_plan(td, rest, piece))
                 return plan
         dense = self.contiguous()  # anything else: write densely (a copy), then copy back
         dense[index] = value
@@ -605,6 +654,11 @@ class LazyStackedTensorDict(LazyDictMixin, DensifyMixin, TensorDictBase):
     def _split_other(self, other: Any) -> list[Any]:
         """Another collection of the stack's batch size, cut into one piece per part."""
         if isinstance(other, dict):
+            if -1 in self._batch_size:  # no TensorDict has a ragged batch: cut each value
+                pieces = {key: self._split(self._validate_value(value, key))
+                          for key, value in other.items()}
+                return [{key: cut[i] for key, cut in pieces.items()}
+                        for i in range(len(self.tensordicts))]
             other = self._validate_value(other, "<other>")
         if not is_tensor_collection(other):
             raise TypeError(f"cannot pair a lazy stack with a {type(other).__name__}")
@@ -631,25 +685,6 @@ def lazy_stack(items: Sequence[Any], dim: int = 0, *, out: Any = None, **kwargs:
 
 
 # -- helpers -------------------------------------------------------------------------------------
-def _stacked_size(parts: list[Any], stack_dim: int) -> torch.Size:
-    for kind in set(map(type, parts)):
-        if not is_tensor_collection(kind):
-            i = next(i for i, td in enumerate(parts) if type(td) is kind)
-            raise TypeError(f"a lazy stack holds tensor collections, got a {kind.__name__} "
-                            f"at position {i}")
-    sizes = list(map(_BATCH_SIZE, parts))
-    size = sizes[0]
-    if sizes.count(size) != len(sizes):
-        i, other = next((i, s) for i, s in enumerate(sizes) if s != size)
-        raise RuntimeError(f"lazy stacks need parts of the same batch size: part 0 has {size}, "
-                           f"part {i} has {other}")
-    if not -len(size) - 1 <= stack_dim <= len(size):
-        raise errors.BatchDimError(f"stack dim {stack_dim} is out of range for parts of batch "
-                                   f"size {size}")
-    stack_dim %= len(size) + 1
-    return size[:stack_dim] + torch.Size([len(parts)]) + size[stack_dim:]
-
-
 def _tensor_paths(td: Any, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
     """The paths of the tensor leaves of ``td`` (non-tensor data and empty levels aside)."""
     out: set[tuple[str, ...]] = set()
@@ -669,47 +704,8 @@ def _common_device(parts: list[Any]) -> torch.device | None:
     return devices[0] if devices.count(devices[0]) == len(devices) else None
 
 
-def _index_part(td: Any, rest: tuple[Any, ...]) -> Any:
-    """``td[rest]``, or ``td`` itself when ``rest`` selects everything."""
-    if all(p.__class__ is slice and p == slice(None) for p in rest):
-        return td
-    return td[rest]
-
-
-def _part_choice(part: Any) -> int | slice | list[int] | None:
-    """The parts an index of the stack dim picks: an int, a slice or a list (None: other)."""
-    if part.__class__ in (int, slice):
-        return part
-    if isinstance(part, _Tensor) and part.ndim == 1:
-        return (part.nonzero().squeeze(-1) if part.dtype is torch.bool else part).tolist()
-    return None
-
-
-def _dims_in_place(rest: tuple[Any, ...], stack_part: Any) -> bool:
-    """Whether ``td[index]`` keeps its dims in order, so each part can take its own piece:
-    ``rest`` (the index of the other dims) holds ints and slices, or slices and one 1-D
-    tensor while the stack dim takes a slice (no dims moved to the front)."""
-    tensors = [p for p in rest if p.__class__ not in (int, slice)]
-    if not tensors:
-        return True
-    return (len(tensors) == 1 and isinstance(tensors[0], _Tensor) and tensors[0].ndim == 1
-            and stack_part.__class__ is slice and all(p.__class__ is not int for p in rest))
-
-
-def _part_plan(td: Any, rest: tuple[Any, ...], value: Any) -> WritePlan:
-    """The checked writes of ``td[rest] = value``, ``rest`` possibly empty."""
-    return td._plan_at_index(rest if rest else (), value)
-
-
-def _split_value(value: Any, sub_batch: torch.Size, dim: int, count: int) -> list[Any] | None:
-    """``value`` (written at a slice of the stack dim) as one piece per part, or None."""
-    if isinstance(value, (int, float, bool)) or (isinstance(value, _Tensor) and not value.ndim):
-        return [value] * count
-    if isinstance(value, dict):
-        value = classes.TensorDict(value, batch_size=sub_batch)
-    shape = value.batch_size if is_tensor_collection(value) else getattr(value, "shape", None)
-    if shape is None or shape[: len(sub_batch)] != sub_batch:
-        return None
-    if isinstance(value, _Tensor):
-        return list(value.unbind(dim))
-    return [value[(slice(None),) * dim + (i,)] for i in range(count)]
+def _given_size(batch_size: Any) -> torch.Size:
+    """A batch size given to the constructor, ``-1`` allowed (a ragged dim)."""
+    if isinstance(batch_size, (list, tuple)) and -1 in batch_size:
+        return torch.Size(batch_size)
+    return as_size(batch_size)

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._nested_key import NestedKey
 from tensordict._options import get_printoptions
 from tensordict._plan import WritePlan
+from tensordict._ragged import check_not_ragged_dim
 from tensordict._repr import (
     _compact_fields,
     _dtype_abbreviation,
@@ -151,8 +153,14 @@ class LazyDictMixin:
 
     def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT,
               names: Any = None) -> Any:
-        """A lazy stack of empty parts (a TensorDict when ``batch_size`` is given)."""
-        if batch_size is not None or not self.tensordicts:
+        """A lazy stack of empty parts (a TensorDict when another ``batch_size`` is given).
+
+        >>> stack = TensorDict.lazy_stack([TensorDict(x=torch.zeros(2), batch_size=[2])] * 3)
+        >>> type(stack.empty(batch_size=[3, 2])).__name__, stack.empty(batch_size=[6]).shape
+        ('LazyStackedTensorDict', torch.Size([6]))
+        """
+        if (batch_size is not None and _given(batch_size) != self.batch_size) or \
+                not self.tensordicts:
             return super().empty(recurse, batch_size=batch_size, device=device, names=names)
         return self._each("empty", recurse, device=device)
 
@@ -203,6 +211,7 @@ class LazyDictMixin:
         dim %= ndim
         if dim == self.stack_dim:
             return tuple(self.tensordicts)
+        check_not_ragged_dim(self, dim, "unbind")
         return tuple(self[(slice(None),) * dim + (i,)] for i in range(self.batch_size[dim]))
 
     def get_nestedtensor(self, key: NestedKey, default: Any = NO_DEFAULT, *,
@@ -215,6 +224,61 @@ class LazyDictMixin:
     def valid_keys(self, *args: Any, **kwargs: Any) -> Any:
         """The keys shared by every part (same arguments as :meth:`keys`)."""
         return self.keys(*args, **kwargs)
+
+    def to_lazystack(self, dim: int = 0) -> Any:
+        """The stack itself along its stack dim; else a lazy stack along ``dim`` of its
+        slices (each a lazy stack of slices of the parts).
+
+        >>> stack = TensorDict.lazy_stack([TensorDict(x=torch.zeros(3), batch_size=[3])] * 2)
+        >>> stack.to_lazystack(1).batch_size, stack.to_lazystack(0) is stack
+        (torch.Size([2, 3]), True)
+        """
+        ndim = len(self.batch_size)
+        if not -ndim <= dim < ndim:
+            raise IndexError(f"Incompatible dim {dim} for tensordict with batch dims {ndim}.")
+        if dim % ndim == self.stack_dim:
+            return self
+        return type(self).lazy_stack(list(self.unbind(dim)), dim % ndim)
+
+    # -- comparisons and truth, part by part (entries may differ in shape) -----------------
+    def _part_op(self, op: Any, other: Any) -> Any:
+        """A lazy stack of ``op(part, other's piece)``, or NotImplemented when ``other`` is
+        not a number or a lazy stack cut like this one."""
+        if isinstance(other, (int, float, bool)):
+            pieces = [other] * len(self.tensordicts)
+        elif isinstance(other, classes.LazyStackedTensorDict) and \
+                other.stack_dim == self.stack_dim and other.batch_size == self.batch_size:
+            pieces = other.tensordicts
+        else:
+            return NotImplemented
+        return type(self)._new_unsafe([op(td, piece) for td, piece in
+                                       zip(self.tensordicts, pieces)], self.stack_dim)
+
+    def __eq__(self, other: object) -> Any:  # type: ignore[override]
+        out = self._part_op(operator.eq, other)
+        return super().__eq__(other) if out is NotImplemented else out
+
+    def __ne__(self, other: object) -> Any:  # type: ignore[override]
+        out = self._part_op(operator.ne, other)
+        return super().__ne__(other) if out is NotImplemented else out
+
+    def all(self, dim: int | None = None) -> Any:
+        """True if every element of every leaf of every part is true (with ``dim``: as
+        ``TensorDict.all``)."""
+        if dim is None:
+            return all(td.all() for td in self.tensordicts)
+        return super().all(dim)
+
+    def any(self, dim: int | None = None) -> Any:
+        """True if any element of any leaf of any part is true (with ``dim``: as
+        ``TensorDict.any``)."""
+        if dim is None:
+            return any(td.any() for td in self.tensordicts)
+        return super().any(dim)
+
+    def filter_non_tensor_data(self) -> Any:
+        """A lazy stack of the parts without their non-tensor entries."""
+        return self._each("filter_non_tensor_data")
 
     # -- batch-shaped masks, cut along the stack dim ---------------------------------------
     def _split_mask(self, mask: torch.Tensor) -> list[torch.Tensor]:
@@ -239,20 +303,28 @@ class LazyDictMixin:
         return plan
 
     def where(self, condition: torch.Tensor, other: Any, *, out: Any = None,
-              pad: Any = None) -> Any:
-        """``torch.where(condition, leaf, other_leaf)``, part by part."""
+              pad: Any = None, update_batch_size: bool = False) -> Any:
+        """``torch.where(condition, leaf, other_leaf)``, part by part (``out`` is updated
+        with the result, ``update_batch_size`` as in :meth:`update`)."""
         check_mask(self, condition, "where")
         others = self._split_other(other) if is_tensor_collection(other) else \
             [other] * len(self.tensordicts)
         pieces = [td.where(c, o, pad=pad) for td, c, o in
                   zip(self.tensordicts, self._split_mask(condition), others)]
         result = type(self)._new_unsafe(pieces, self._stack_dim, self._stack_dim_name)
-        return result if out is None else out.update(result)
+        if out is None:
+            return result
+        return out.update(result, update_batch_size=update_batch_size)
 
     def _compact_nested_repr(self, batch_ndim: int) -> str:
         """How the stack shows as an entry of a TensorDict's compact repr."""
         extra = self.batch_size[batch_ndim:]
         return f"{type(self).__name__}{_sizes(extra) if extra else ''}{{{_fields(self)}}}"
+
+
+def _given(batch_size: Any) -> torch.Size:
+    """A batch size given as an int, a sequence or a torch.Size, as a torch.Size."""
+    return torch.Size([batch_size] if isinstance(batch_size, int) else batch_size)
 
 
 # -- repr ------------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ import torch.nn.functional as F  # noqa: N812
 
 from tensordict._collection import NO_DEFAULT, classes
 from tensordict._nested_key import NestedKey
+from tensordict._ragged import padded_parts
+from tensordict._unbatched import UnbatchedTensor, stack_unbatched
 
 _Tensor = torch.Tensor
 _LABELS = torch.Generator().manual_seed(0)
@@ -66,7 +68,7 @@ def restructure(stack: Any, fn: Callable[[_Tensor], Any], batch_size: torch.Size
     """
     full = stack.batch_size
     count = full.numel()
-    if count == 0:
+    if count <= 0:  # empty, or ragged (-1 dims): the parts' sizes are not the stack's
         return None
     moved = _moves_elements(fn, torch.arange(count).reshape(full))
     if moved is None or moved.shape != batch_size or moved.numel() == 0:
@@ -109,8 +111,10 @@ def gather_part(part: Any, within: _Tensor) -> Any:
         def fn(x: _Tensor) -> _Tensor:
             return x.reshape(shape + x.shape[ndim:])
     else:
+        count = part_size.numel()  # not -1: leaves may have no elements
+
         def fn(x: _Tensor) -> _Tensor:
-            return x.reshape(-1, *x.shape[ndim:])[within]
+            return x.reshape(count, *x.shape[ndim:])[within]
     if getattr(part, "_is_non_tensor", False):
         return part._restructure(fn, shape)
     return part._apply_nest(fn, batch_size=shape)
@@ -137,6 +141,9 @@ def ragged_error(key: Any, shapes: Sequence[torch.Size]) -> RuntimeError:
 
 def stack_tensors(key: Any, values: Sequence[_Tensor], dim: int) -> _Tensor:
     """``torch.stack`` of one entry of every part, with a clear error for ragged shapes."""
+    if values and values[0].__class__ is UnbatchedTensor:
+        size = values[0].batch_size
+        return stack_unbatched(values, key, size[:dim] + (len(values),) + size[dim:])
     try:
         return torch.stack(values, dim)
     except (RuntimeError, TypeError):
@@ -205,15 +212,20 @@ class DensifyMixin:
     def to_padded_tensor(self, padding: float = 0.0, mask_key: NestedKey | None = None) -> Any:
         """A TensorDict where entries of different shapes are padded with ``padding``.
 
+        Ragged batch dims (``-1``) are padded to their largest size; ``mask_key`` then
+        names an entry of the padded batch shape, True where an element is not padding.
+
         >>> parts = [TensorDict(x=torch.zeros(1)), TensorDict(x=torch.ones(2))]
         >>> stack = TensorDict.lazy_stack(parts)
         >>> stack.to_padded_tensor(padding=-1.0)["x"]
         tensor([[ 0., -1.],
                 [ 1.,  1.]])
         """
+        if -1 in self.batch_size:
+            return padded_parts(self, padding, mask_key)
         if mask_key is not None:
-            raise RuntimeError("to_padded_tensor(mask_key=...) needs a ragged batch dim; the "
-                               "parts of a lazy stack share their batch size")
+            raise RuntimeError("mask_key should only be provided if the heterogenous dimension "
+                               "is part of the batch-size.")
         return self._dense(lambda values: pad_stack(values, self._stack_dim, padding))
 
     def _dense(self, ragged: Callable[[list[_Tensor]], _Tensor] | None,

@@ -20,6 +20,7 @@ import torch
 
 from tensordict import errors
 from tensordict._collection import classes, is_sub_tensordict, is_tensor_collection
+from tensordict._unbatched import UnbatchedTensor
 
 #: The lock state of a collection locked because a collection holding it is (truthy):
 #: it unlocks with that holder, not on its own.
@@ -113,7 +114,7 @@ class MetadataMixin:
         shapes = [
             (v.batch_size if is_tensor_collection(v) else v.shape)
             for v in (self._get_str(k) for k in self._keys_str())
-            if not getattr(v, "_is_non_tensor", False)
+            if not getattr(v, "_is_non_tensor", False) and v.__class__ is not UnbatchedTensor
         ]
         common: list[int] = []
         if shapes:

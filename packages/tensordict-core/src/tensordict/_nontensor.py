@@ -98,9 +98,31 @@ class NonTensorData(NonTensorDataBase):
                           device=self._device if device is None else device, names=names)
 
     def _restructure(self, fn: Callable[[torch.Tensor], torch.Tensor],
-                     batch_size: torch.Size, names: Any = None) -> NonTensorData:
-        """The result of a shape op or index (``fn`` acts on batch-shaped tensors)."""
+                     batch_size: torch.Size, names: Any = None) -> NonTensorData | Any:
+        """The result of a shape op or index (``fn`` acts on batch-shaped tensors); a
+        broadcast to new dims (``expand``) gives a NonTensorStack, one element per
+        position, as upstream."""
+        if len(batch_size) > len(self._batch_size) and _broadcasts(fn, self._batch_size):
+            return self._rebatch(batch_size).maybe_to_stack()
         return self._rebatch(batch_size, names=names)
+
+    def expand(self, *shape: Any) -> NonTensorData | Any:
+        """Broadcast to ``shape`` like a tensor: new leading dims give a NonTensorStack
+        (one element per position), growing size-1 dims keeps one NonTensorData.
+
+        >>> NonTensorData("a").expand(2).tolist()
+        LinkedList(['a', 'a'])
+        >>> type(NonTensorData("a", batch_size=[1]).expand(3)).__name__
+        'NonTensorData'
+        """
+        sizes = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        # a tensor of the batch shape checks the sizes (and resolves -1) like torch does
+        new = torch.empty(self._batch_size, device="meta").expand(*sizes).shape
+        if new == self._batch_size:
+            return self
+        if len(new) > len(self._batch_size):
+            return self._rebatch(new).maybe_to_stack()
+        return self._rebatch(new, names=self._names)
 
     def __getitem__(self, index: Any) -> NonTensorData:
         return self._rebatch(indexed_batch_size(self._batch_size, index))
@@ -197,6 +219,16 @@ class MetaData(NonTensorData):
                 "__slots__": (), "_data_type": data_type, "__module__": cls.__module__,
                 "__qualname__": f"MetaData[{data_type.__qualname__}]"})
         return cls._typed[key]
+
+
+def _broadcasts(fn: Callable[[torch.Tensor], torch.Tensor], batch_size: torch.Size) -> bool:
+    """Whether the shape op ``fn`` broadcasts a tensor of ``batch_size`` (a stride 0 in
+    its result), found on a meta tensor (no data); an op a meta tensor cannot run (an
+    index on another device) is no broadcast."""
+    try:
+        return 0 in fn(torch.empty(batch_size, device="meta")).stride()
+    except (RuntimeError, IndexError):
+        return False
 
 
 def same_value(a: Any, b: Any) -> bool:

@@ -3,8 +3,10 @@ norm logsumexp cummax cummin softmax``.
 
 ``dim`` names batch dims only (an int, a tuple, negative allowed) and the feature dims
 of each leaf are kept; no ``dim`` reduces each leaf fully (batch size ``[]``);
-``dim="feature"`` reduces the feature dims and keeps the batch; ``reduce=True`` gives one
-tensor for the whole TensorDict (with ``dim="feature"``, one value per batch element).
+``dim="feature"`` reduces the feature dims and keeps the batch (``keepdim`` is refused);
+``reduce=True`` gives one tensor for the whole TensorDict (with ``dim="feature"``, one
+value per batch element). ``key_transform`` renames every key of the result, level by
+level (a tuple result nests the entry).
 
 Example:
     >>> import torch
@@ -15,6 +17,10 @@ Example:
     >>> values, indices = td.max(dim=0)
     >>> indices["a"].shape
     torch.Size([3])
+    >>> td.quantile(0.5, dim="feature")["b", "c"].shape
+    torch.Size([2, 3])
+    >>> list(td.mean(key_transform=lambda key: key + "_mean").keys(True, True))
+    ['a_mean', ('b_mean', 'c_mean')]
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT
+from tensordict._collection import NO_DEFAULT, classes
 from tensordict._shape_ops import batch_dim
 
 _Tensor = torch.Tensor
@@ -62,22 +68,97 @@ def reduce_leaves(td: Any, name: str, dim: Any = NO_DEFAULT, keepdim: bool = Fal
     if dim is NO_DEFAULT or dim is None:
         return reduce_fully(td, lambda x: fn(x, **kwargs))
     if isinstance(dim, str):
-        if dim != "feature":
-            raise ValueError(f"dim must be batch dims or 'feature', got {dim!r}")
+        _check_feature(dim, keepdim)
 
         def feature(x: Any) -> Any:
             if getattr(x, "_is_non_tensor", False):
                 return x
             if not isinstance(x, _Tensor):  # a sub-TensorDict: its own batch dims are kept
                 return reduce_leaves(x, name, "feature", keepdim, **kwargs)
-            dims = tuple(range(ndim, x.ndim))
-            return fn(x, dim=dims, keepdim=bool(keepdim), **kwargs) if dims else x
+            return fn(_flat_features(x, ndim), dim=-1, **kwargs)
         return td._apply_nest(feature, call_on_nested=True, filter_empty=False)
     dims = _dims(td, dim)
     size, names = _reduced_size(td, dims, bool(keepdim))
     dim_arg = dims if len(dims) > 1 else dims[0]
     return td._apply_nest(lambda x: fn(x, dim=dim_arg, keepdim=bool(keepdim), **kwargs),
                           batch_size=size, names=names, filter_empty=False)
+
+
+def _flat_features(x: _Tensor, ndim: int) -> _Tensor:
+    """``x`` with its feature dims (after the first ``ndim``) flattened into one."""
+    return x.flatten(ndim) if x.ndim > ndim else x.unsqueeze(-1)
+
+
+def _check_feature(dim: str, keepdim: Any) -> None:
+    if dim != "feature":
+        raise ValueError(f"dim must be batch dims or 'feature', got {dim!r}")
+    if keepdim is True:
+        raise TypeError("dim='feature' is incompatible with keepdim=True.")
+
+
+def rename_keys(td: Any, key_transform: Callable[[str], Any] | None) -> Any:
+    """``td`` with every key, at every level, replaced by ``key_transform(key)`` (None:
+    ``td`` itself); a tuple result puts the entry under new sub-TensorDicts."""
+    if key_transform is None or not isinstance(td, classes.TensorDictBase):
+        return td
+    out = td.empty()
+    for key in td._keys_str():
+        value = td._get_str(key)
+        if isinstance(value, classes.TensorDictBase) and not value._is_non_tensor:
+            value = rename_keys(value, key_transform)
+        out.set(key_transform(key), value)
+    return out
+
+
+def quantile_leaves(td: Any, q: float | _Tensor, dim: Any, keepdim: bool,
+                    interpolation: str, reduce: bool | None) -> Any:
+    """``torch.quantile`` of every leaf (see :meth:`ReductionsMixin.quantile`)."""
+    ndim = len(td.batch_size)
+    q_shape = q.shape if isinstance(q, _Tensor) else torch.Size()
+    keepdim = bool(keepdim)
+    if reduce:
+        def over(x: _Tensor, dim: Any = None, keepdim: bool = False) -> _Tensor:
+            if dim is None:
+                return torch.quantile(x, q, interpolation=interpolation)
+            dims = dim if isinstance(dim, tuple) else (dim,)
+            return _quantile_over(x, q, dims, keepdim, interpolation)
+        return _reduce_all(td, over, dim, keepdim)
+    if dim is NO_DEFAULT or dim is None:
+        return reduce_fully(td, lambda x: torch.quantile(x, q, interpolation=interpolation))
+    if isinstance(dim, str):
+        _check_feature(dim, keepdim)
+
+        def feature(x: Any) -> Any:
+            if getattr(x, "_is_non_tensor", False):
+                return x
+            if not isinstance(x, _Tensor):  # a sub-TensorDict: its own batch dims are kept
+                return quantile_leaves(x, q, "feature", False, interpolation, None)
+            return torch.quantile(_flat_features(x, ndim), q, dim=-1,
+                                  interpolation=interpolation)
+        source = td.filter_non_tensor_data() if q_shape else td
+        return source._apply_nest(feature, batch_size=q_shape + td.batch_size if q_shape
+                                  else None, names=None if q_shape else NO_DEFAULT,
+                                  call_on_nested=True, filter_empty=False)
+    dims = _dims(td, dim)
+    size, names = _reduced_size(td, dims, keepdim)
+    return td._apply_nest(lambda x: _quantile_over(x, q, dims, keepdim, interpolation),
+                          batch_size=q_shape + size, names=None if q_shape else names,
+                          filter_empty=False)
+
+
+def _quantile_over(x: _Tensor, q: float | _Tensor, dims: tuple[int, ...], keepdim: bool,
+                   interpolation: str) -> _Tensor:
+    """``torch.quantile`` of ``x`` over the sorted ``dims`` (several: flattened first)."""
+    if len(dims) == 1:
+        return torch.quantile(x, q, dim=dims[0], keepdim=keepdim, interpolation=interpolation)
+    moved = x.movedim(dims, tuple(range(len(dims))))
+    out = torch.quantile(moved.reshape((-1,) + moved.shape[len(dims):]), q, dim=0,
+                         interpolation=interpolation)
+    if keepdim:
+        offset = out.ndim - (x.ndim - len(dims))  # the dims of q, first
+        for d in dims:
+            out = out.unsqueeze(d + offset)
+    return out
 
 
 def _reduce_all(td: Any, fn: Callable[..., Any], dim: Any, keepdim: bool,
@@ -97,11 +178,25 @@ def _reduce_all(td: Any, fn: Callable[..., Any], dim: Any, keepdim: bool,
     return out.squeeze(ndim) if keepdim else out
 
 
+def _written(result: Any, out: Any) -> Any:
+    """``result``, or ``out`` once the results are copied into its leaves."""
+    return result if out is None else out.update_(result)
+
+
 def _with_indices(td: Any, name: str, dim: Any, keepdim: bool, reduce: bool | None,
                   return_indices: bool) -> Any:
     """max / min / cummax / cummin: a ``torch.return_types`` pair of TensorDicts."""
     fn = getattr(torch, name)
     cumulative = name.startswith("cum")
+    if isinstance(dim, str) and not cumulative:
+        _check_feature(dim, keepdim)
+        if not reduce:
+            raise RuntimeError(f"{name}(dim='feature') needs reduce=True (or use "
+                               f"a{name}(dim='feature'))")
+        ndim = len(td.batch_size)
+        flat = torch.cat([_flat_features(x, ndim) for x in td._tensor_leaves()], dim=-1)
+        pair = fn(flat, dim=-1)
+        return pair if return_indices else pair.values
     if reduce or dim is NO_DEFAULT or dim is None:
         if cumulative:
             raise TypeError(f"{name} needs a dim")
@@ -138,13 +233,15 @@ class ReductionsMixin:
     __slots__ = ()
 
     def sum(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *,
-            dtype: torch.dtype | None = None, reduce: bool | None = None) -> Any:
+            dtype: torch.dtype | None = None, reduce: bool | None = None,
+            key_transform: Callable[[str], Any] | None = None) -> Any:
         """Sum of every leaf over batch dims ``dim`` (all elements without ``dim``).
 
         >>> TensorDict(a=torch.ones(2, 3), batch_size=[2]).sum(0)["a"]
         tensor([2., 2., 2.])
         """
-        return reduce_leaves(self, "sum", dim, keepdim, reduce=reduce, dtype=dtype)
+        return rename_keys(reduce_leaves(self, "sum", dim, keepdim, reduce=reduce, dtype=dtype),
+                           key_transform)
 
     def nansum(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *,
                dtype: torch.dtype | None = None, reduce: bool | None = None) -> Any:
@@ -156,13 +253,15 @@ class ReductionsMixin:
         return reduce_leaves(self, "nansum", dim, keepdim, reduce=reduce, dtype=dtype)
 
     def mean(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *,
-             dtype: torch.dtype | None = None, reduce: bool | None = None) -> Any:
+             dtype: torch.dtype | None = None, reduce: bool | None = None,
+             key_transform: Callable[[str], Any] | None = None) -> Any:
         """Mean of every leaf over batch dims ``dim`` (all elements without ``dim``).
 
         >>> TensorDict(a=torch.arange(4.)).mean()["a"]
         tensor(1.5000)
         """
-        return reduce_leaves(self, "mean", dim, keepdim, reduce=reduce, dtype=dtype)
+        return rename_keys(reduce_leaves(self, "mean", dim, keepdim, reduce=reduce, dtype=dtype),
+                           key_transform)
 
     def nanmean(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *,
                 dtype: torch.dtype | None = None, reduce: bool | None = None) -> Any:
@@ -188,22 +287,26 @@ class ReductionsMixin:
         return reduce_leaves(self, "prod", dim, keepdim, reduce=reduce, dtype=dtype)
 
     def std(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, correction: int = 1,
-            reduce: bool | None = None) -> Any:
+            reduce: bool | None = None,
+            key_transform: Callable[[str], Any] | None = None) -> Any:
         """Standard deviation of every leaf over batch dims ``dim``.
 
         >>> TensorDict(a=torch.tensor([1., 3.])).std()["a"]
         tensor(1.4142)
         """
-        return reduce_leaves(self, "std", dim, keepdim, reduce=reduce, correction=correction)
+        return rename_keys(reduce_leaves(self, "std", dim, keepdim, reduce=reduce,
+                                         correction=correction), key_transform)
 
     def var(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, correction: int = 1,
-            reduce: bool | None = None) -> Any:
+            reduce: bool | None = None,
+            key_transform: Callable[[str], Any] | None = None) -> Any:
         """Variance of every leaf over batch dims ``dim``.
 
         >>> TensorDict(a=torch.tensor([1., 3.])).var()["a"]
         tensor(2.)
         """
-        return reduce_leaves(self, "var", dim, keepdim, reduce=reduce, correction=correction)
+        return rename_keys(reduce_leaves(self, "var", dim, keepdim, reduce=reduce,
+                                         correction=correction), key_transform)
 
     def amax(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *,
              reduce: bool | None = None) -> Any:
@@ -262,22 +365,41 @@ class ReductionsMixin:
         """
         return _with_indices(self, "cummin", dim, False, reduce, return_indices)
 
-    def logsumexp(self, dim: Any = None, keepdim: bool = False) -> Any:
+    def logsumexp(self, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
         """``torch.logsumexp`` of every leaf over batch dims ``dim`` (all batch dims if None).
+        ``out``: a TensorDict of the result's structure the results are copied into
+        (in place), returned.
 
         >>> TensorDict(a=torch.zeros(2), batch_size=[2]).logsumexp(0)["a"]
         tensor(0.6931)
         """
         dim = tuple(range(len(self.batch_size))) if dim is None else dim
-        return reduce_leaves(self, "logsumexp", dim, keepdim)
+        return _written(reduce_leaves(self, "logsumexp", dim, keepdim), out)
 
-    def norm(self, *, dtype: torch.dtype | None = None) -> Any:
-        """The 2-norm of every leaf (batch size ``[]``).
+    def norm(self, *, out: Any = None, dtype: torch.dtype | None = None,
+             key_transform: Callable[[str], Any] | None = None) -> Any:
+        """The 2-norm of every leaf (batch size ``[]``); ``out`` as in :meth:`logsumexp`.
 
         >>> TensorDict(a=torch.tensor([3., 4.])).norm()["a"]
         tensor(5.)
         """
-        return reduce_fully(self, lambda x: torch.linalg.vector_norm(x, dtype=dtype))
+        result = reduce_fully(self, lambda x: torch.linalg.vector_norm(x, dtype=dtype))
+        return _written(rename_keys(result, key_transform), out)
+
+    def quantile(self, q: float | torch.Tensor, dim: Any = NO_DEFAULT,
+                 keepdim: bool = False, *, interpolation: str = "linear",
+                 reduce: bool | None = None,
+                 key_transform: Callable[[str], Any] | None = None) -> Any:
+        """``torch.quantile`` of every leaf over batch dims ``dim`` (see the module
+        docstring); a tensor ``q`` adds its dims first to the batch size (to each leaf
+        without ``dim``). Leaves must be floating point.
+
+        >>> td = TensorDict(a=torch.arange(4.).view(2, 2), batch_size=[2])
+        >>> td.quantile(0.5)["a"], td.quantile(0.5, dim=0)["a"]
+        (tensor(1.5000), tensor([1., 2.]))
+        """
+        result = quantile_leaves(self, q, dim, keepdim, interpolation, reduce)
+        return rename_keys(result, key_transform)
 
     def softmax(self, dim: int, dtype: torch.dtype | None = None) -> Any:
         """Softmax of every leaf along batch dim ``dim``.

@@ -15,6 +15,7 @@ import torch
 
 from tensordict._nontensor import MetaData, NonTensorData
 from tensordict._options import get_printoptions
+from tensordict._unbatched import UnbatchedTensor
 
 _LINE_WIDTH = 80
 _DTYPE_ABBREVIATIONS = {
@@ -34,7 +35,8 @@ def _sizes(size: torch.Size) -> str:
 
 def _compact_entry(value: Any, batch_ndim: int, device: torch.device | None) -> str:
     if isinstance(value, torch.Tensor):
-        text = _dtype_abbreviation(value.dtype) + _sizes(value.shape[batch_ndim:])
+        shape = value.shape if value.__class__ is UnbatchedTensor else value.shape[batch_ndim:]
+        text = _dtype_abbreviation(value.dtype) + _sizes(shape)
         if value.device != device and value.device.type != "cpu":
             text += f"@{value.device}"
         return text

@@ -4,9 +4,11 @@
   like ``nn.Module.state_dict``; batch sizes, devices and non-tensor entries ride in its
   ``_metadata`` attribute. ``load_state_dict`` copies it back (in place by default).
 * Pickling (``pickle``, ``copy``, ``torch.save``/``torch.load``, multiprocessing) stores
-  the slots of the object, without the context-manager stack. The tensordict classes are
-  registered with ``torch.serialization.add_safe_globals`` when defined, so
-  ``torch.load(path)`` (``weights_only=True``, the default) loads a saved TensorDict.
+  the slots of the object, without the context-manager stack; a consolidated collection
+  (see ``consolidate``) stores its one flat buffer and the metadata to rebuild it. The
+  tensordict classes are registered with ``torch.serialization.add_safe_globals`` when
+  defined, so ``torch.load(path)`` (``weights_only=True``, the default) loads a saved
+  TensorDict.
   Non-tensor entries load that way only if their Python objects are themselves allowed.
 
 Example:
@@ -32,6 +34,7 @@ from typing import Any
 import torch
 
 from tensordict._collection import classes
+from tensordict._consolidate import mark_consolidated, rebuild, storage_and_metadata
 from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nontensor import NonTensorData
 
@@ -70,6 +73,10 @@ class SerializationMixin:
 
     # -- pickling -------------------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
+        consolidated = storage_and_metadata(self)
+        if consolidated is not None:  # one buffer, not one tensor per leaf
+            return {"_consolidated": {"storage": consolidated[0],
+                                      "metadata": consolidated[1]}}
         names, _ = _pickled_slots(type(self))
         state = {name: getattr(self, name) for name in names if hasattr(self, name)}
         if state.get("_is_locked") == LOCKED_BY_PARENT:  # a copy may be unpickled alone
@@ -78,11 +85,18 @@ class SerializationMixin:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         names, has_exit_stack = _pickled_slots(type(self))
+        consolidated = state.get("_consolidated")
+        if consolidated is not None:  # unlocked, as upstream's
+            storage = consolidated["storage"]
+            rebuilt = rebuild(consolidated["metadata"], storage)
+            state = {name: getattr(rebuilt, name) for name in names if hasattr(rebuilt, name)}
         for name in names:
             if name in state:
                 object.__setattr__(self, name, state[name])
         if has_exit_stack:
             object.__setattr__(self, "_exit_stack", None)
+        if consolidated is not None:
+            mark_consolidated(self, consolidated["storage"])
 
     # -- state dicts ----------------------------------------------------------------------
     def state_dict(self, destination: dict[str, Any] | None = None, prefix: str = "",

@@ -37,6 +37,7 @@ from tensordict._plan import WritePlan, broadcasts_to, writable_in_place
 from tensordict._pointwise import dense_leaf_pairs
 from tensordict._shapes import check_bounds, indexed_size, masks_to_indices, normalize_index
 from tensordict._stack import entries_of, flatten_nested, map_nested
+from tensordict._unbatched import UnbatchedTensor
 
 _Tensor = torch.Tensor
 _shape = attrgetter("shape")
@@ -226,6 +227,9 @@ class _IndexWriter:
                 elif not isinstance(target, torch.Tensor):
                     raise RuntimeError(f"cannot write a tensor into the entry {path!r}, a "
                                        f"{type(target).__name__}")
+                elif target.__class__ is UnbatchedTensor:  # shared by the batch: whole
+                    copy(target, source, path, shape=target.shape)
+                    continue
                 copy(target, source, path, index=index, shape=sub_batch + target.shape[ndim:],
                      advanced=advanced)  # self.tensor(), inlined: the loop is hot
             elif getattr(source, "_is_non_tensor", False):

@@ -26,6 +26,7 @@ from tensordict import errors
 from tensordict._collection import classes
 from tensordict._plan import WritePlan, broadcasts_to, check_write
 from tensordict._shapes import expand_size
+from tensordict._unbatched import UnbatchedTensor
 
 _Tensor = torch.Tensor
 
@@ -86,7 +87,9 @@ def _restructure_parts(td: Any, whole: Callable[[_Tensor], Sequence[_Tensor]],
     outs: list[dict[str, Any]] = [{} for _ in sizes]
     for key, value in td._tensordict.items():
         if isinstance(value, _Tensor):
-            for out, piece in zip(outs, whole(value)):
+            pieces = ([value._rebatch(size) for size in sizes]
+                      if value.__class__ is UnbatchedTensor else whole(value))
+            for out, piece in zip(outs, pieces):
                 out[key] = piece
             continue
         extra = value.batch_size[ndim:]

@@ -23,7 +23,8 @@ _SIMPLE = (int, slice, type(None))
 def as_size(batch_size: Any) -> torch.Size:
     """``batch_size`` (None, an int, a sequence or a torch.Size) as a torch.Size.
 
-    Raises TypeError for anything else, RuntimeError for a negative size.
+    Raises TypeError for anything else, RuntimeError for a size below -1 (``-1`` marks a
+    ragged dim, whose size differs between the elements of a lazy stack).
     """
     if batch_size.__class__ is torch.Size:
         size = batch_size
@@ -40,8 +41,9 @@ def as_size(batch_size: Any) -> torch.Size:
             raise TypeError(
                 f"batch_size must be an int or a sequence of ints, got {batch_size!r}"
             ) from err
-    if size and min(size) < 0:
-        raise RuntimeError(f"a batch size has no negative dims, got {list(size)}")
+    if size and min(size) < -1:
+        raise RuntimeError(f"a batch size has no negative dims other than -1 (a ragged dim: "
+                           f"its size differs between elements), got {list(size)}")
     return size
 
 

@@ -4,7 +4,10 @@
 A dense stack makes one ``torch.stack`` call per leaf and wraps the results without
 re-validating them. Keys must match at every level (the error names the key and the
 shapes); non-tensor values become a ``NonTensorStack`` (a single ``NonTensorData`` when
-they are equal and :func:`~tensordict.capture_non_tensor_stack` is on).
+they are equal and :func:`~tensordict.capture_non_tensor_stack` is on). Lazy stacks
+are stacked (or concatenated) part by part, so the result holds a lazy stack of the
+stacked parts and entries that differ in shape between parts are never stacked. With
+``out=``, every leaf is checked before the first write.
 
 Example:
     >>> import torch
@@ -26,6 +29,8 @@ from tensordict import errors
 from tensordict._collection import classes, is_tensor_collection
 from tensordict._nontensor import merged_non_tensor
 from tensordict._options import capture_non_tensor_stack, lazy_legacy
+from tensordict._plan import WritePlan
+from tensordict._unbatched import UnbatchedTensor, stack_unbatched
 
 _Tensor = torch.Tensor
 
@@ -57,9 +62,11 @@ def _common_device(tds: Sequence[Any]) -> torch.device | None:
 
 def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor],
              batch_size: torch.Size, parent_ndim: int, names: Any, device: Any,
-             path: tuple[str, ...], merge_equal: bool) -> Any:
+             path: tuple[str, ...], merge_equal: bool,
+             lazy_op: Callable[[list[Any]], Any]) -> Any:
     """Combine the entries of several TensorDicts level by level (one ``op`` per leaf;
-    non-tensor entries are combined by applying ``op`` to their positions)."""
+    non-tensor entries are combined by applying ``op`` to their positions; lazy stacks
+    by ``lazy_op``, part by part)."""
     first = parts[0]
     if len(set(map(len, parts))) != 1:
         raise _key_mismatch(parts, path)
@@ -71,7 +78,8 @@ def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor]
             raise _key_mismatch(parts, path) from None
         if isinstance(value, _Tensor):
             try:
-                out[key] = op(values)
+                out[key] = (stack_unbatched(values, key, batch_size)
+                            if value.__class__ is UnbatchedTensor else op(values))
             except (RuntimeError, TypeError) as err:
                 shapes = [tuple(v.shape) if isinstance(v, _Tensor) else type(v).__name__
                           for v in values]
@@ -82,6 +90,8 @@ def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor]
         elif getattr(value, "_is_non_tensor", False):
             extra = value.batch_size[parent_ndim:]
             out[key] = combine_non_tensor(values, op, batch_size + extra, merge_equal)
+        elif _all_lazy(values):
+            out[key] = lazy_op(values)
         else:
             extra = value.batch_size[parent_ndim:]
             sizes = set(map(attrgetter("batch_size"), values))
@@ -93,7 +103,8 @@ def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor]
             child_names = None if names is None else tuple(names) + tuple(
                 value.names[parent_ndim:])
             out[key] = _combine(list(map(entries_of, values)), op, batch_size + extra,
-                                parent_ndim, child_names, device, path + (key,), merge_equal)
+                                parent_ndim, child_names, device, path + (key,), merge_equal,
+                                lazy_op)
     if names is not None:
         names = None if all(n is None for n in names) else tuple(names)
     return classes.TensorDict._new_unsafe(out, batch_size, device, names)
@@ -185,16 +196,22 @@ def stack(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noq
     dim = dim % (ndim + 1)
     if out is not None:
         new = batch[:dim] + torch.Size([len(tds)]) + batch[dim:]
-        _check_out(out, tds, new, lambda xs: torch.stack(xs, dim))
-        out._apply_nest(lambda o, *xs: torch.stack(xs, dim, out=o), *tds, inplace=True)
+        pairs = _out_pairs(out, tds, new, dim, True)
+        if pairs is None:  # lazy stacks: written part by part
+            return _update_out(out, stack(tds, dim))
+        for target, values in pairs:
+            torch.stack(values, dim, out=target)
         return out
     if lazy_legacy():
         return classes.LazyStackedTensorDict.lazy_stack(tds, dim)
+    if _all_lazy(tds):
+        return stack_lazy(tds, dim, maybe_dense_stack)
     new = batch[:dim] + torch.Size([len(tds)]) + batch[dim:]
     names = tds[0].names
     names = names[:dim] + [None] + names[dim:]
     return _combine(list(map(entries_of, tds)), lambda xs: torch.stack(xs, dim), new, ndim,
-                    names, _common_device(tds), (), capture_non_tensor_stack())
+                    names, _common_device(tds), (), capture_non_tensor_stack(),
+                    lambda stacks: stack_lazy(stacks, dim, maybe_dense_stack))
 
 
 def cat(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa: A002
@@ -211,35 +228,183 @@ def cat(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa:
         raise errors.BatchDimError(f"dim {dim} is out of range to cat TensorDicts of batch "
                                    f"size {batch}")
     dim = dim % ndim
+    if out is None and _all_lazy(tds):
+        joined = cat_lazy(tds, dim)
+        if joined is not None:
+            return joined
     _check_batch(tds, dim)
     new = batch[:dim] + torch.Size([sum(td.batch_size[dim] for td in tds)]) + batch[dim + 1:]
     if out is not None:
-        _check_out(out, tds, new, lambda xs: torch.cat(xs, dim))
-        out._apply_nest(lambda o, *xs: torch.cat(xs, dim, out=o), *tds, inplace=True)
+        pairs = _out_pairs(out, tds, new, dim, False)
+        if pairs is None:
+            return _update_out(out, cat(tds, dim))
+        for target, values in pairs:
+            torch.cat(values, dim, out=target)
         return out
     return _combine(list(map(entries_of, tds)), lambda xs: torch.cat(xs, dim), new, ndim,
-                    tds[0].names, _common_device(tds), (), True)
+                    tds[0].names, _common_device(tds), (), True,
+                    lambda stacks: _cat_or_dense(stacks, dim))
 
 
-def _check_out(out: Any, tds: Sequence[Any], batch_size: torch.Size,
-               op: Callable[[list[_Tensor]], _Tensor]) -> None:
-    """Raise, naming the key and shapes, unless every leaf of ``out`` is exactly what ``op``
-    (stack or cat) makes of the leaves of ``tds``: nothing is written otherwise."""
+def _all_lazy(values: Sequence[Any]) -> bool:
+    """Whether every value (at least one) is a lazy stack (not a subclass such as a
+    non-tensor stack)."""
+    kind = classes.LazyStackedTensorDict
+    return bool(values) and values[0].__class__ is kind and \
+        all(value.__class__ is kind for value in values)
+
+
+def stack_lazy(stacks: Sequence[Any], dim: int,
+               stack_parts: Callable[[list[Any], int], Any]) -> Any:
+    """Lazy stacks stacked along ``dim``: when they share their stack dim and batch size,
+    a lazy stack of their parts stacked with ``stack_parts`` (so ragged entries stay in
+    their parts); else a lazy stack of the stacks.
+
+    >>> from tensordict import lazy_stack
+    >>> inner = lazy_stack([TensorDict(x=torch.zeros(3)), TensorDict(x=torch.zeros(4))])
+    >>> out = stack_lazy([inner, inner.clone()], 0, maybe_dense_stack)
+    >>> out.stack_dim, out.tensordicts[1]["x"].shape
+    (1, torch.Size([2, 4]))
+    """
+    first = stacks[0]
+    sd = first.stack_dim
+    if any(s.stack_dim != sd or s.batch_size != first.batch_size for s in stacks[1:]):
+        return classes.LazyStackedTensorDict.lazy_stack(list(stacks), dim)
+    ndim = len(first.batch_size)
+    if not -ndim - 1 <= dim <= ndim:
+        raise IndexError(f"dim {dim} is out of range to stack TensorDicts of batch size "
+                         f"{first.batch_size}")
+    dim %= ndim + 1
+    part_dim = dim if dim <= sd else dim - 1
+    parts = [stack_parts(list(group), part_dim)
+             for group in zip(*(s.tensordicts for s in stacks))]
+    return classes.LazyStackedTensorDict._new_unsafe(parts, sd + 1 if dim <= sd else sd)
+
+
+def cat_lazy(stacks: Sequence[Any], dim: int) -> Any:
+    """Lazy stacks of the same stack dim concatenated along ``dim``: their parts joined
+    (along the stack dim) or concatenated pairwise (along another dim); None when they
+    cannot be (other stack dims or numbers of parts).
+
+    >>> from tensordict import lazy_stack
+    >>> inner = lazy_stack([TensorDict(x=torch.zeros(3)), TensorDict(x=torch.zeros(4))])
+    >>> cat_lazy([inner, inner], 0).batch_size
+    torch.Size([4])
+    """
+    first = stacks[0]
+    sd = first.stack_dim
+    if any(s.stack_dim != sd for s in stacks[1:]):
+        return None
+    if dim == sd:
+        parts = [td for s in stacks for td in s.tensordicts]
+        return classes.LazyStackedTensorDict(*parts, stack_dim=sd)
+    if any(len(s.tensordicts) != len(first.tensordicts) for s in stacks[1:]):
+        return None
+    part_dim = dim if dim < sd else dim - 1
+    parts = [cat(list(group), part_dim) for group in zip(*(s.tensordicts for s in stacks))]
+    return classes.LazyStackedTensorDict._new_unsafe(parts, sd)
+
+
+def _cat_or_dense(stacks: list[Any], dim: int) -> Any:
+    """Nested lazy stacks concatenated part by part, or densely when they cannot be."""
+    joined = cat_lazy(stacks, dim)
+    return joined if joined is not None else cat([s.contiguous() for s in stacks], dim)
+
+
+def _update_out(out: Any, result: Any) -> Any:
+    """Write ``result`` (a stack or cat, of ``out``'s batch size) into ``out`` in place,
+    every entry checked first."""
+    plan = WritePlan()
+    _plan_into(out, result, plan, ())
+    plan.run()
+    return out
+
+
+def _plan_into(out: Any, result: Any, plan: WritePlan, path: tuple[str, ...]) -> None:
+    """The in-place writes of ``result`` into ``out``, level by level: lazy stacks write
+    part by part (so entries that differ in shape between parts are never stacked)."""
+    if out.__class__ is classes.LazyStackedTensorDict:
+        plan.extend(out._plan_update_(result, None, False, False))
+        return
+    leaves = {}
+    for key in result._keys_str():
+        value = result._get_str(key)
+        target = out._get_str(key, None)
+        if target is None:
+            raise KeyError(f"out lacks the entry {path + (key,)!r}")
+        if is_tensor_collection(value) and not getattr(value, "_is_non_tensor", False):
+            _plan_into(target, value, plan, path + (key,))
+        else:
+            leaves[key] = value
+    if leaves:
+        source = classes.TensorDict._new_unsafe(leaves, result.batch_size, result.device, None)
+        plan.extend(out._plan_update_(source, None, False, False))
+
+
+def _out_pairs(out: Any, tds: Sequence[Any], batch_size: torch.Size, dim: int,
+               stacking: bool) -> list[tuple[_Tensor, list[_Tensor]]] | None:
+    """Every leaf of ``out`` paired with the leaves of ``tds`` it receives (stacked, or
+    concatenated, along ``dim``), all checked: raises, naming the key and shapes, before
+    anything is written. None when a lazy stack is met (see :func:`_update_out`).
+    ``out`` may hold entries the TensorDicts lack; they are left as they are."""
     if out.batch_size != batch_size:
         raise RuntimeError(f"out has the batch size {list(out.batch_size)}, the result "
                            f"{list(batch_size)}")
-    for td in tds:
-        missing = set(td.keys(True, True)) - set(out.keys(True, True))
-        if missing:
-            raise KeyError(f"out lacks the entries {sorted(map(str, missing))}")
+    pairs: list[tuple[_Tensor, list[_Tensor]]] = []
+    if not _collect_pairs(out, list(tds), dim, stacking, (), pairs):
+        return None
+    return pairs
 
-    def check(key: Any, target: _Tensor, *xs: _Tensor) -> None:
-        shape = op([torch.empty_like(x, device="meta") for x in xs]).shape
-        if target.shape != shape:
-            raise RuntimeError(f"the entry {key!r} of out has the shape {list(target.shape)}, "
-                               f"the result {list(shape)}")
 
-    out._apply_nest(check, *tds, named=True, nested_keys=True, filter_empty=False)
+def _collect_pairs(out: Any, tds: list[Any], dim: int, stacking: bool,
+                   path: tuple[str, ...], pairs: list[tuple[_Tensor, list[_Tensor]]]) -> bool:
+    lazy = classes.LazyStackedTensorDict
+    if out.__class__ is lazy or tds[0].__class__ is lazy:
+        return False
+    mine = entries_of(out)
+    parts = list(map(entries_of, tds))
+    for key, value in parts[0].items():
+        target = mine.get(key)
+        if target is None:
+            raise KeyError(f"out lacks the entry {path + (key,)!r}")
+        try:
+            values = list(map(itemgetter(key), parts))
+        except KeyError:
+            raise _key_mismatch(parts, path) from None
+        if isinstance(value, _Tensor):
+            _check_leaf(path + (key,), target, values, dim, stacking)
+            pairs.append((target, values))
+        elif not getattr(value, "_is_non_tensor", False) and not _collect_pairs(
+                target, values, dim, stacking, path + (key,), pairs):
+            return False
+    return True
+
+
+def _check_leaf(path: tuple[str, ...], target: Any, values: list[Any], dim: int,
+                stacking: bool) -> None:
+    """Raise unless ``target`` is exactly the stack (or cat) of ``values`` along ``dim``."""
+    key = path[0] if len(path) == 1 else path
+    if not isinstance(target, _Tensor) or not all(isinstance(v, _Tensor) for v in values):
+        raise TypeError(f"cannot stack or cat the entry {key!r} into out: not all tensors")
+    shapes = list(map(attrgetter("shape"), values))
+    first = shapes[0]
+    if stacking:
+        ok = shapes.count(first) == len(shapes)
+        shape = first[:dim] + torch.Size([len(values)]) + first[dim:]
+    else:
+        rest = first[:dim] + first[dim + 1:]
+        ok = all(len(s) == len(first) and s[:dim] + s[dim + 1:] == rest for s in shapes)
+        shape = first[:dim] + torch.Size([sum(s[dim] for s in shapes)]) + first[dim + 1:]
+    if not ok:
+        raise StackMismatchError(f"cannot stack or cat the entry {key!r}: incompatible "
+                                 f"shapes {[tuple(s) for s in shapes]}")
+    if target.shape != shape:
+        raise RuntimeError(f"the entry {key!r} of out has the shape {list(target.shape)}, "
+                           f"the result {list(shape)}")
+    for dtype in {v.dtype for v in values}:
+        if not torch.can_cast(dtype, target.dtype):
+            raise TypeError(f"the entry {key!r} of out has the dtype {target.dtype}, which "
+                            f"{dtype} values cannot be cast to")
 
 
 def maybe_dense_stack(input: Sequence[Any], dim: int = 0, *, out: Any = None,  # noqa: A002

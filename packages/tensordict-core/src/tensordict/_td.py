@@ -42,6 +42,7 @@ from tensordict._shapes import (
     masks_to_indices,
     normalize_index,
 )
+from tensordict._unbatched import UnbatchedTensor
 
 _Tensor = torch.Tensor
 
@@ -157,7 +158,8 @@ class TensorDict(MapMixin, TensorDictBase):
         for key, entry in self._tensordict.items():
             shape = entry.batch_size if is_tensor_collection(entry) else entry.shape
             if shape[: len(new)] != new:
-                if getattr(entry, "_is_non_tensor", False) and len(shape) <= len(new):
+                if entry.__class__ is UnbatchedTensor or (
+                        getattr(entry, "_is_non_tensor", False) and len(shape) <= len(new)):
                     continue
                 if is_tensor_collection(entry) and new[: len(shape)] == shape:
                     widen.append(entry)
@@ -167,7 +169,7 @@ class TensorDict(MapMixin, TensorDictBase):
                 )
         _widen(widen, new)
         for key, entry in self._tensordict.items():
-            if getattr(entry, "_is_non_tensor", False):
+            if getattr(entry, "_is_non_tensor", False) or entry.__class__ is UnbatchedTensor:
                 self._tensordict[key] = entry._rebatch(new)
         self._batch_size = new
         if self._names is not None and len(self._names) != len(new):
@@ -355,6 +357,8 @@ class TensorDict(MapMixin, TensorDictBase):
             if device is not None and value.device != device:
                 value = value.to(device, non_blocking=non_blocking)
             batch_size = self._batch_size
+            if value.__class__ is UnbatchedTensor:  # no batch dims to check
+                return value._rebatch(batch_size)
             if not batch_size:  # nothing to check (nested tensors have no .shape)
                 return value
             shape = value.shape

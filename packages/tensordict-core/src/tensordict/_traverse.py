@@ -30,6 +30,7 @@ from tensordict import errors
 from tensordict._collection import NO_DEFAULT
 from tensordict._plan import WritePlan
 from tensordict._shapes import as_device, as_size
+from tensordict._unbatched import UnbatchedTensor
 
 _Tensor = torch.Tensor
 
@@ -89,12 +90,15 @@ class TraverseMixin:
                     other_values = ()
                 if named:
                     key_arg = (prefix + (key,) if nested_keys and prefix else key,)
-                if value.__class__ is _Tensor or isinstance(value, _Tensor):
+                if value.__class__ is _Tensor or (isinstance(value, _Tensor) and not (
+                        batch_size is not None and value.__class__ is UnbatchedTensor)):
                     new = fn(*key_arg, value, *other_values) if named else fn(value,
                                                                               *other_values)
                     if ndim and _off_batch(new, expected, ndim):
                         raise errors.batch_mismatch(prefix + (key,) if prefix else key,
                                                     new.shape, expected)
+                elif value.__class__ is UnbatchedTensor:  # batch ops leave it as is
+                    new = value._rebatch(batch_size)
                 elif (call_on_nested or (is_leaf is not None and is_leaf(type(value)))) and not (
                         batch_size is not None and getattr(value, "_is_non_tensor", False)):
                     # non-tensor data go to fn too, except in shape ops (moved with the batch)
@@ -154,11 +158,14 @@ class TraverseMixin:
         key = None
         try:
             for key, value in self._tensordict.items():
-                if value.__class__ is _Tensor or isinstance(value, _Tensor):
+                if value.__class__ is _Tensor or (isinstance(value, _Tensor) and not (
+                        batch_size is not None and value.__class__ is UnbatchedTensor)):
                     new = fn(value)
                     if ndim and _off_batch(new, expected, ndim):
                         raise errors.batch_mismatch(prefix + (key,) if prefix else key,
                                                     new.shape, expected)
+                elif value.__class__ is UnbatchedTensor:  # batch ops leave it as is
+                    new = value._rebatch(batch_size)
                 elif getattr(value, "_is_non_tensor", False):
                     new = _moved_non_tensor(value, fn, batch_size, parent_ndim, device)
                 else:
@@ -222,7 +229,8 @@ class TraverseMixin:
                 recursing (or keeping them).
             is_leaf: ``is_leaf(type(entry))`` tells which entries besides tensors fn
                 receives.
-            out: write the results into this collection (in place) and return it.
+            out: write the results into this collection (as :meth:`update` does) and
+                return it (None if every result is None).
 
         >>> td = TensorDict({"a": torch.zeros(2), "b": torch.ones(2)}, [2])
         >>> td.apply(lambda x, y: x + y, td)["b"]
@@ -288,14 +296,8 @@ class TraverseMixin:
             default=default, filter_empty=filter_empty, call_on_nested=call_on_nested,
             named=named, nested_keys=nested_keys, is_leaf=is_leaf, **checks,
         )
-        if out is not None:
-            if result is not None:
-                if out.batch_size != result.batch_size:
-                    raise RuntimeError(f"apply(out=...) got out of batch size "
-                                       f"{list(out.batch_size)} for a result of batch size "
-                                       f"{list(result.batch_size)}")
-                out.update_(result)
-            return out
+        if out is not None:  # as upstream: the results replace out's entries
+            return None if result is None else out.update(result)
         if propagate_lock and result is not None and self.is_locked:
             result.lock_()
         return result
@@ -358,7 +360,8 @@ class TraverseMixin:
 def _off_batch(new: Any, expected: torch.Size, ndim: int) -> bool:
     """Whether ``new``, a result of fn, is a tensor whose leading dims are not
     ``expected`` (``ndim`` of them)."""
-    return isinstance(new, _Tensor) and not new.is_nested and (
+    return isinstance(new, _Tensor) and not new.is_nested and new.__class__ is not \
+        UnbatchedTensor and (
         (not new.ndim or new.shape[0] != expected[0]) if ndim == 1
         else new.shape[:ndim] != expected)
 

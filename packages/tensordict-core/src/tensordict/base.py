@@ -26,9 +26,17 @@ from tensordict._base import (
     is_tensor_collection,
     is_tensorclass,
 )
+from tensordict._deprecation import (
+    deprecated,
+    deprecation_message,
+    warn_deprecated,
+    warn_deprecated_env_var,
+)
+from tensordict._helpers import expand_as_right
 from tensordict._keys import _NESTED_TENSORS_AS_LISTS
 from tensordict._keys import default_is_leaf as _default_is_leaf
 from tensordict._keys import is_leaf_nontensor as _is_leaf_nontensor
+from tensordict._last_op import LAST_OP_MAPS
 from tensordict._nested_key import NestedKey, unravel_key, unravel_key_list
 from tensordict._nontensor import is_non_tensor
 from tensordict._options import (
@@ -54,6 +62,20 @@ _FROM_PACKAGE = (
     "from_pandas", "from_parquet", "from_struct_array", "from_tuple", "from_zarr",
     "MemoryMappedTensor",
 )
+
+
+class _BestAttemptInplace:
+    """The type of :data:`BEST_ATTEMPT_INPLACE`: a marker with no truth value."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        raise NotImplementedError("BEST_ATTEMPT_INPLACE has no truth value: compare it "
+                                  "with `is`")
+
+
+#: ``inplace=`` marker: write in place where an entry exists, else add it.
+BEST_ATTEMPT_INPLACE = _BestAttemptInplace()
 
 
 def convert_ellipsis_to_idx(idx: Any, batch_size: Any) -> tuple[Any, ...]:
@@ -82,7 +104,9 @@ sys.modules[__name__].__class__ = _BaseModule
 
 
 __all__ = [
-    "CompatibleType", "KEY_SEPARATOR", "NO_DEFAULT", "NestedKey", "T", "TensorCollection",
+    "BEST_ATTEMPT_INPLACE", "LAST_OP_MAPS", "deprecated", "deprecation_message", "expand_as_right",
+    "warn_deprecated", "warn_deprecated_env_var", "CompatibleType", "KEY_SEPARATOR",
+    "NO_DEFAULT", "NestedKey", "T", "TensorCollection",
     "TensorDictBase", "capture_non_tensor_stack", "convert_ellipsis_to_idx",
     "get_defaults_to_none", "is_non_tensor", "is_tensor_collection", "is_tensorclass",
     "list_to_stack", "set_capture_non_tensor_stack", "set_get_defaults_to_none",

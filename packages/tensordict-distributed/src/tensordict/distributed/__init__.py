@@ -1,12 +1,12 @@
 """tensordict.distributed: TensorDicts over ``torch.distributed`` process groups.
 
 Installing tensordict-distributed adds ``send``, ``recv``, ``isend``, ``irecv``,
-``init_remote``/``from_remote_init``, ``broadcast``, ``all_reduce``, ``reduce``,
-``all_gather``, ``gather_and_stack`` and ``scatter`` to TensorDicts, lazy stacks and
-tensorclass instances. This module exports the errors they raise and the structure
-description they exchange. Non-tensor values travel as JSON; values only ``pickle`` can
-carry are decoded only by a receiving call given ``allow_pickle=True`` (else
-:class:`PickledDataError`).
+``asend``, ``arecv``, ``init_remote``/``from_remote_init``, ``broadcast``,
+``all_reduce``, ``reduce``, ``all_gather``, ``gather_and_stack`` and ``scatter`` to
+TensorDicts, lazy stacks and tensorclass instances. This module exports the errors they
+raise and the structure description they exchange. Non-tensor values travel as JSON;
+values only ``pickle`` can carry are decoded only by a receiving call given
+``allow_pickle=True`` (else :class:`PickledDataError`).
 
 >>> from tensordict.distributed import Structure, StructureMismatchError
 >>> issubclass(StructureMismatchError, ValueError)

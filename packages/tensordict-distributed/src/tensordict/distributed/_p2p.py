@@ -1,4 +1,5 @@
-"""Point-to-point transfers of whole TensorDicts: send, recv, isend, irecv, init_remote.
+"""Point-to-point transfers of whole TensorDicts: send, recv, isend, irecv, asend, arecv,
+init_remote.
 
 Every transfer starts with a 4 kB envelope: a header (leaf count, a 63-bit fingerprint
 of the structure, sizes, identity of the files the leaves map) and the structure's
@@ -31,6 +32,7 @@ Example (on two ranks of a process group)::
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 import os
@@ -379,6 +381,49 @@ def irecv(self: Any, src: int | None = None, return_premature: bool = False,
     for item in pending:
         item.wait()
     return None
+
+
+def _pipe(end: Any, method: str) -> bool:
+    """Whether ``end`` is a pipe (an object with the coroutine method ``method``, such as
+    upstream's UCXX ``TensorDictPipe``) rather than a rank."""
+    return not isinstance(end, int) and end is not None and hasattr(end, method)
+
+
+async def asend(self: Any, dst: Any = None, init_tag: int = 0, pseudo_rand: bool = False,
+                group: Any = None, *, group_dst: int | None = None) -> None:
+    """:meth:`send` as a coroutine: the transfer runs in a worker thread, so the event
+    loop serves other tasks meanwhile. ``dst`` is a rank (the receiver calls
+    :meth:`arecv`, :meth:`recv` or :meth:`irecv`), or a pipe: any object with an
+    ``asend`` coroutine method, awaited as ``dst.asend(self)``.
+
+    >>> async def produce(td):  # doctest: +SKIP
+    ...     for _ in range(10):
+    ...         await td.asend(1)
+    """
+    if _pipe(dst, "asend"):
+        await dst.asend(self)
+        return
+    await asyncio.to_thread(send, self, dst, init_tag, pseudo_rand, group, group_dst=group_dst)
+
+
+async def arecv(self: Any, src: Any = None, init_tag: int = 0, pseudo_rand: bool = False,
+                group: Any = None, *, group_src: int | None = None, device: Any = None,
+                allow_pickle: bool = False) -> Any:
+    """:meth:`recv` as a coroutine (the transfer runs in a worker thread); returns this
+    TensorDict once the data is in. ``src`` is a rank, or a pipe: any object with an
+    ``arecv`` coroutine method, awaited as ``src.arecv(self, device=device)``, whose
+    result is returned. ``device`` only applies to pipes; ``allow_pickle`` and the
+    errors are those of :meth:`recv`.
+
+    >>> async def consume(td):  # doctest: +SKIP
+    ...     for _ in range(10):
+    ...         td = await td.arecv(0)
+    """
+    if _pipe(src, "arecv"):
+        return await src.arecv(self, device=device)
+    await asyncio.to_thread(recv, self, src, init_tag, pseudo_rand, group, group_src=group_src,
+                            allow_pickle=allow_pickle)
+    return self
 
 
 def init_remote(self: Any, dst: int | None = None, group: Any = None,

@@ -20,6 +20,8 @@ def tensordict_methods() -> dict[str, Any]:
         "recv": _p2p.recv,
         "isend": _p2p.isend,
         "irecv": _p2p.irecv,
+        "asend": _p2p.asend,
+        "arecv": _p2p.arecv,
         "init_remote": _p2p.init_remote,
         "from_remote_init": classmethod(_p2p.from_remote_init),
         "broadcast": _collectives.broadcast,

@@ -66,12 +66,27 @@ def collect(td: TensorDictBase) -> tuple[list[tuple[Path, torch.Tensor]],
                                         list[tuple[Path, Any]]]:
     """``(key path, stored tensor)`` for every tensor leaf and ``(key path,
     NonTensorData or NonTensorStack)`` for every non-tensor leaf, each sorted by path
-    (so the key order of two TensorDicts does not matter)."""
+    (so the key order of two TensorDicts does not matter).
+
+    The leaves of a lazy stack are those of its TensorDicts, the ``i``-th one's under
+    the step ``"#i"`` (their shapes may differ: nothing is stacked).
+
+    >>> from tensordict import lazy_stack
+    >>> stack = lazy_stack([TensorDict(a=torch.zeros(2)), TensorDict(a=torch.zeros(3))])
+    >>> [(path, tuple(x.shape)) for path, x in collect(stack)[0]]
+    [(('#0', 'a'), (2,)), (('#1', 'a'), (3,))]
+    """
     tensors: list[tuple[Path, torch.Tensor]] = []
     others: list[tuple[Path, Any]] = []
 
     def walk(node: TensorDictBase, prefix: Path) -> None:
-        if type(node) is not TensorDict:  # lazy stacks...: their own traversal
+        if getattr(type(node), "_is_tensorclass", False):
+            node = node._tensordict
+        if isinstance(node, LazyStackedTensorDict):  # (a NonTensorStack is a leaf)
+            for i, part in enumerate(node.tensordicts):
+                walk(part, (*prefix, f"#{i}"))
+            return
+        if type(node) is not TensorDict:  # other collections: their own traversal
             node._apply_nest(
                 lambda path, x: tensors.append((prefix + unravel_key_to_tuple(path), x)),
                 named=True, nested_keys=True, filter_empty=False)
@@ -142,7 +157,20 @@ def set_non_tensor(td: TensorDictBase, old: list[tuple[Path, Any]], new: list[An
     for (path, before), payload in zip(old, new):
         after = leaf_from_payload(payload, before.device)
         if type(before) is not type(after) or before.tolist() != after.tolist():
-            td.set(path, after)
+            owner, key = _owner(td, path)
+            owner.set(key, after)
+
+
+def _owner(td: TensorDictBase, path: Path) -> tuple[TensorDictBase, Path]:
+    """The TensorDict holding the leaf at ``path`` (of :func:`collect`) below its last
+    lazy stack, and the leaf's path in it."""
+    node, start = td, 0
+    for i, step in enumerate(path[:-1]):
+        if step.startswith("#"):
+            holder = as_tensordict(node.get(path[start:i])) if i > start else node
+            if isinstance(holder, LazyStackedTensorDict):
+                node, start = as_tensordict(holder.tensordicts[int(step[1:])]), i + 1
+    return node, path[start:]
 
 
 def _dtype_name(dtype: torch.dtype) -> str:

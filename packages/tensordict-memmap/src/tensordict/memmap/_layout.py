@@ -129,6 +129,11 @@ def read_meta(folder: str) -> dict[str, Any]:
         ) from None
     except IsADirectoryError:
         raise ValueError(f"{path} is a directory, not a meta.json file") from None
+    return parse_meta(text, path)
+
+
+def parse_meta(text: str | bytes, path: str) -> dict[str, Any]:
+    """The parsed text of the ``meta.json`` at ``path`` (ValueError naming it if corrupt)."""
     try:
         meta = json.loads(text)
     except json.JSONDecodeError as err:

@@ -34,9 +34,10 @@ from typing import Any
 
 import torch
 
+from tensordict._nested_key import key_to_path
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._shapes import as_device
-from tensordict.memmap import _atomic, _jsonsafe, _layout, _nested, _tensor
+from tensordict.memmap import _archive, _atomic, _jsonsafe, _layout, _nested, _tensor
 from tensordict.memmap._tensor import MemoryMappedTensor
 
 _CLASS_RE = re.compile(r"^<class '((?:[^'<>]|<locals>)+)'>$")  # "f.<locals>.C" too
@@ -50,28 +51,60 @@ class _Context:
     allow_pickle: bool
     root: str  # the loaded folder, resolved: nothing outside it is read
     cls: Any = None  # the class load_memmap was called on
+    mode: str | None = None  # "r": writes stay in memory; "r+": they reach the files
+    archive: _archive.Archive | None = None  # the archive the folder is in, if any
 
     def inside(self, path: str) -> str:
         return _layout.check_inside(self.root, path)
 
+    def read_meta(self, folder: str) -> dict[str, Any]:
+        if self.archive is not None:
+            return self.archive.read_meta(folder)
+        return _layout.read_meta(folder)
+
+    def isdir(self, path: str) -> bool:
+        return self.archive.isdir(path) if self.archive is not None else os.path.isdir(path)
+
+    def read_bytes(self, path: str) -> bytes:
+        if self.archive is not None:
+            return self.archive.read_bytes(path)
+        with open(path, "rb") as file:
+            return file.read()
+
 
 def load(prefix: str | os.PathLike[str], device: Any = None, non_blocking: bool = False, *,
          robust_key: bool | None = True, allow_pickle: bool | None = False,
-         cls: Any = None) -> Any:
-    """The collection saved under ``prefix`` (any saved sub-folder works too); ``cls``:
-    the class ``load_memmap`` was called on (a tensorclass saved at the root is loaded as
-    it, even if its name was not found)."""
+         cls: Any = None, subpath: Any = None, mode: str | None = None) -> Any:
+    """The collection saved under ``prefix``, a folder or an archive (any saved sub-folder
+    works too, or ``subpath``, the key of a sub-collection); ``cls``: the class
+    ``load_memmap`` was called on (a tensorclass saved at the root is loaded as it, even
+    if its name was not found); ``mode``: ``"r"`` (writes to the leaves stay in memory),
+    ``"r+"`` (they reach the files) or None (``"r+"`` for writable files)."""
+    if mode not in (None, "r", "r+"):
+        raise ValueError(f"mode must be 'r', 'r+' or None, got {mode!r}.")
     folder = _atomic.recover(os.path.abspath(os.fspath(prefix)))
-    if os.path.isfile(folder):
-        raise ValueError(f"{folder} is a file, not a folder written by memmap/save")
-    ctx = _Context(as_device(device), non_blocking, robust_key is not False, bool(allow_pickle),
-                   os.path.realpath(folder), cls)
+    if not os.path.isfile(folder):
+        return _load_root(folder, device, non_blocking, robust_key, allow_pickle, cls,
+                          subpath, mode, None)
+    with _archive.Archive(folder, writable=mode == "r+") as archive:
+        return _load_root(archive.root, device, non_blocking, robust_key, allow_pickle, cls,
+                          subpath, mode, archive)
+
+
+def _load_root(folder: str, device: Any, non_blocking: bool, robust_key: bool | None,
+               allow_pickle: bool | None, cls: Any, subpath: Any, mode: str | None,
+               archive: _archive.Archive | None) -> Any:
+    robust = robust_key is not False
+    for name in () if subpath is None else key_to_path(subpath):
+        folder = _layout.child_path(folder, name, robust)
+    ctx = _Context(as_device(device), non_blocking, robust, bool(allow_pickle),
+                   os.path.realpath(folder), cls, mode, archive)
     return _load_folder(folder, ctx, None)
 
 
 def _load_folder(folder: str, ctx: _Context, batch_size: torch.Size | None) -> Any:
     where = ctx.inside(os.path.join(ctx.inside(folder), _layout.META))
-    meta = _layout.read_meta(folder)
+    meta = ctx.read_meta(folder)
     kind = _meta_kind(meta, where)
     if kind == "tensordict":
         return _load_tensordict(folder, meta, ctx, where)
@@ -142,6 +175,9 @@ def _load_tensor(folder: str, key: str, entry: dict[str, Any], ctx: _Context,
                  where: str) -> torch.Tensor:
     dtype = _layout.parse_dtype(entry.get("dtype"), where, key)
     shape = _size(entry.get("shape"), where, key)
+    if ctx.archive is not None:
+        return _load_archived(ctx.archive.leaf_path(folder, key, ctx.robust_key), dtype,
+                              shape, entry, ctx)
     path, info = _layout.leaf_path(folder, key, ctx.robust_key)
     size = None  # known for a plain file: no link to check, no second stat
     if info is not None and stat.S_ISREG(info.st_mode):
@@ -160,9 +196,30 @@ def _load_tensor(folder: str, key: str, entry: dict[str, Any], ctx: _Context,
     elif shape.numel() == 0 and not os.path.exists(path):  # upstream writes no empty file
         tensor = torch.empty(shape, dtype=dtype).as_subclass(MemoryMappedTensor)
     elif size is None:
-        tensor = MemoryMappedTensor.from_filename(path, dtype, shape)
+        tensor = MemoryMappedTensor.from_filename(path, dtype, shape, mode=ctx.mode)
     else:
-        tensor = _tensor.map_sized(path, dtype, shape, size).as_subclass(MemoryMappedTensor)
+        tensor = _tensor.map_sized(path, dtype, shape, size, private=ctx.mode == "r")
+        tensor = tensor.as_subclass(MemoryMappedTensor)
+    if ctx.device is not None and ctx.device.type != "cpu":
+        tensor = tensor.to(ctx.device, non_blocking=ctx.non_blocking)
+    return tensor
+
+
+def _load_archived(path: str, dtype: torch.dtype, shape: torch.Size, entry: dict[str, Any],
+                   ctx: _Context) -> torch.Tensor:
+    """A leaf of an archive: a plain tensor viewing the mapped archive, as upstream."""
+    assert ctx.archive is not None
+    if entry.get("is_nested"):
+        if ctx.device is not None and ctx.device.type == "meta":
+            raise NotImplementedError(f"{path}: nested tensors cannot be loaded on 'meta'")
+        sizes = ctx.archive.tensor(path[: -len(".memmap")] + ".shape.memmap", torch.int64,
+                                   shape)
+        total = sum(torch.Size(row).numel() for row in sizes.tolist())
+        tensor = _nested.view(ctx.archive.tensor(path, dtype, torch.Size([total])), sizes)
+    elif ctx.device is not None and ctx.device.type == "meta":
+        return torch.empty(shape, dtype=dtype, device="meta")
+    else:
+        tensor = ctx.archive.tensor(path, dtype, shape)
     if ctx.device is not None and ctx.device.type != "cpu":
         tensor = tensor.to(ctx.device, non_blocking=ctx.non_blocking)
     return tensor
@@ -190,7 +247,7 @@ def _load_lazy(folder: str, meta: dict[str, Any], ctx: _Context, where: str) -> 
 def _numbered_parts(folder: str, ctx: _Context, batch_size: torch.Size | None) -> list[Any]:
     """The collections saved in the sub-folders ``0/``, ``1/``, ... of a stack."""
     parts = []
-    while os.path.isdir(os.path.join(folder, str(len(parts)))):
+    while ctx.isdir(os.path.join(folder, str(len(parts)))):
         parts.append(_load_folder(os.path.join(folder, str(len(parts))), ctx, batch_size))
     return parts
 
@@ -203,10 +260,10 @@ def _unpickle(folder: str, name: str, ctx: _Context) -> Any:
             "allow_pickle=True to load_memmap if you trust this folder"
         )
     try:
-        with open(path, "rb") as file:
-            return pickle.load(file)
+        data = ctx.read_bytes(path)
     except FileNotFoundError:
         raise FileNotFoundError(f"{path} is missing") from None
+    return pickle.loads(data)
 
 
 def _load_non_tensor(folder: str, meta: dict[str, Any], ctx: _Context,

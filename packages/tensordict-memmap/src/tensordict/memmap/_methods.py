@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from tensordict._nested_key import NestedKey, key_to_path
-from tensordict.memmap import _layout, _load, _save, _state
+from tensordict.memmap import _archive, _layout, _load, _save, _state
 from tensordict.memmap._tensor import MemoryMappedTensor
 
 PathLike = str | os.PathLike[str]
@@ -37,10 +37,12 @@ def _target(collection: Any) -> Any:
 # -- writing --------------------------------------------------------------------------------
 def memmap(self: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
            num_threads: int = 0, return_early: bool = False, share_non_tensor: bool = False,
-           existsok: bool = True, robust_key: bool | None = True, atomic: bool = False,
+           existsok: bool = True, robust_key: bool | None = True, archive: bool | None = None,
+           compression: str | int | None = None, atomic: bool = False,
            allow_pickle: bool = False) -> Any:
     """Write every tensor to a memory-mapped file under ``prefix`` and return a new locked
-    collection of :class:`MemoryMappedTensor` (on the CPU).
+    collection of :class:`MemoryMappedTensor` (on the CPU); or write an archive (see
+    ``archive``) and return it loaded (unlocked, its leaves plain tensors viewing it).
 
     A save to a folder is atomic: it is written in a temporary folder beside ``prefix``
     and renamed into place, so a crash or an error (a full disk...) at any moment leaves
@@ -51,7 +53,8 @@ def memmap(self: Any, prefix: PathLike | None = None, copy_existing: bool = Fals
     Args:
         prefix: the folder (one sub-folder per sub-collection); None uses anonymous
             shared memory instead of files.
-        copy_existing: copy leaves already memory-mapped elsewhere (otherwise an error).
+        copy_existing: copy leaves already memory-mapped elsewhere (otherwise an error;
+            an archive always copies them).
         num_threads: write the files with this many threads.
         return_early: with ``num_threads > 0``, return a :class:`TensorDictFuture`.
         share_non_tensor: non-tensor values (JSON ones, in a folder) are read from and
@@ -59,6 +62,11 @@ def memmap(self: Any, prefix: PathLike | None = None, copy_existing: bool = Fals
             in any process is seen by every process holding this collection.
         existsok: overwrite existing files (otherwise an error).
         robust_key: escape keys that are not valid file names (``%XX``).
+        archive: write one ``.tdz`` archive file (:func:`tensordict.pack_memmap`) instead
+            of a folder; None: when ``prefix`` ends with ``.tdz``. It is written in a
+            temporary file renamed over ``prefix``: a failed write leaves the old archive.
+        compression: of the archive's leaves: ``"deflate"``, ``"bzip2"``, ``"lzma"``
+            (read into memory when loaded) or None (stored, mapped without a copy).
         atomic: accepted for compatibility: every save to a folder is atomic (as upstream,
             ``atomic=True`` needs a ``prefix``).
         allow_pickle: store non-tensor values that JSON cannot hold with pickle (loading
@@ -73,9 +81,48 @@ def memmap(self: Any, prefix: PathLike | None = None, copy_existing: bool = Fals
     (True, 'text', device(type='cpu'))
     """
     _check_atomic(prefix, atomic)
+    target = _archive_target(prefix, archive, return_early)
+    if target is None and compression is not None:
+        raise ValueError("compression is only supported when writing a memmap archive (pass "
+                         "archive=True or use a '.tdz' prefix).")
+    if target is not None:
+        return _save_archive(self, target, num_threads=num_threads, existsok=existsok,
+                             robust_key=robust_key, like=False, share=share_non_tensor,
+                             allow_pickle=allow_pickle, compression=compression)
     return _save.save(self, prefix, copy_existing=copy_existing, num_threads=num_threads,
                       return_early=return_early, existsok=existsok, robust_key=robust_key,
                       like=False, share=share_non_tensor, allow_pickle=allow_pickle)
+
+
+def _archive_target(prefix: PathLike | None, archive: bool | None,
+                    return_early: bool) -> str | None:
+    """The archive to write (None: write a folder): ``prefix`` if ``archive``, or if
+    ``archive`` is None and ``prefix`` ends with ``.tdz``."""
+    if archive is None:
+        archive = prefix is not None and os.fspath(prefix).endswith(_archive.SUFFIX)
+    if not archive:
+        return None
+    if prefix is None:
+        raise ValueError("A path is required to write a memmap archive.")
+    if return_early:
+        raise NotImplementedError(
+            "return_early is not supported when writing a memmap archive.")
+    return os.path.abspath(os.fspath(prefix))
+
+
+def _save_archive(collection: Any, target: str, *, existsok: bool, like: bool,
+                  compression: str | int | None, allow_pickle: bool, **options: Any) -> Any:
+    """Write ``collection`` as an archive at ``target`` and load it (``memmap_like``:
+    writable, its leaves writing into the archive)."""
+    def write(folder: str) -> dict[str, torch.Tensor]:
+        sources: dict[str, torch.Tensor] = {}
+        _save.save(collection, folder, return_early=False, existsok=True, like=like,
+                   allow_pickle=allow_pickle, copy_existing=True, sources=sources, **options)
+        return sources
+
+    _archive.save_to_archive(write, target, existsok, compression)
+    return _load.load(target, cls=type(collection), mode="r+" if like else None,
+                      allow_pickle=allow_pickle)
 
 
 def _check_atomic(prefix: PathLike | None, atomic: bool) -> None:
@@ -85,7 +132,8 @@ def _check_atomic(prefix: PathLike | None, atomic: bool) -> None:
 
 def dumps(self: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
           num_threads: int = 0, return_early: bool = False, share_non_tensor: bool = False,
-          robust_key: bool | None = True, atomic: bool = False,
+          robust_key: bool | None = True, archive: bool | None = None,
+          compression: str | int | None = None, atomic: bool = False,
           allow_pickle: bool = False) -> Any:
     """Save to disk: same as :func:`memmap`.
 
@@ -96,13 +144,14 @@ def dumps(self: Any, prefix: PathLike | None = None, copy_existing: bool = False
     """
     return memmap(self, prefix, copy_existing, num_threads=num_threads,
                   return_early=return_early, share_non_tensor=share_non_tensor,
-                  robust_key=robust_key, atomic=atomic, allow_pickle=allow_pickle)
+                  robust_key=robust_key, archive=archive, compression=compression,
+                  atomic=atomic, allow_pickle=allow_pickle)
 
 
 def memmap_like(self: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
                 existsok: bool = True, num_threads: int = 0, return_early: bool = False,
                 share_non_tensor: bool = False, robust_key: bool | None = True,
-                allow_pickle: bool = False) -> Any:
+                archive: bool | None = None, allow_pickle: bool = False) -> Any:
     """Like :func:`memmap` (atomic too), allocating zero-filled (sparse) files of the same
     shapes without copying any value: the way to create a dataset larger than memory.
 
@@ -113,7 +162,16 @@ def memmap_like(self: Any, prefix: PathLike | None = None, copy_existing: bool =
     >>> data["images"][3] = 255
     >>> data["images"][3].float().mean().item(), data.batch_size
     (255.0, torch.Size([10000]))
+
+    An archive (``archive``, as for :func:`memmap`) is loaded writable: writes to its
+    leaves reach the archive (then call :func:`tensordict.refresh_archive_checksums`
+    before giving it to a tool that checks them).
     """
+    target = _archive_target(prefix, archive, return_early)
+    if target is not None:
+        return _save_archive(self, target, num_threads=num_threads, existsok=existsok,
+                             robust_key=robust_key, like=True, share=share_non_tensor,
+                             allow_pickle=allow_pickle, compression=None)
     return _save.save(self, prefix, copy_existing=copy_existing, num_threads=num_threads,
                       return_early=return_early, existsok=existsok, robust_key=robust_key,
                       like=True, share=share_non_tensor, allow_pickle=allow_pickle)
@@ -188,19 +246,26 @@ def _adopt(old: Any, new: Any) -> Any:
 
 # -- reading --------------------------------------------------------------------------------
 def load_memmap(cls: Any, prefix: PathLike, device: Any = None, non_blocking: bool = False, *,
-                out: Any = None, robust_key: bool | None = True, num_threads: int = 0,
+                out: Any = None, robust_key: bool | None = True, subpath: NestedKey | None = None,
+                mode: str | None = None, num_threads: int = 0,
                 allow_pickle: bool | None = False) -> Any:
-    """Load a collection saved with :func:`memmap` (or any saved sub-folder of one).
+    """Load a collection saved with :func:`memmap` (or any saved sub-folder of one), or
+    an archive (:func:`tensordict.pack_memmap`).
 
-    Tensors are memory-mapped, not read. The result is unlocked.
+    Tensors are memory-mapped, not read (the leaves of an archive are plain tensors
+    viewing the mapped archive; compressed ones are read). The result is unlocked.
 
     Args:
-        prefix: the saved folder.
+        prefix: the saved folder, or archive.
         device: move the tensors there; ``"meta"`` reads only the metadata.
         non_blocking: passed to the device moves.
         out: update this collection with the loaded entries and return it.
         robust_key: keys were escaped when saving (files with raw key names are found
             too).
+        subpath: load only the sub-collection saved under this key.
+        mode: ``"r"``: writes to the leaves stay in memory; ``"r+"``: they reach the files
+            (an archive's leaves then write into it); None: ``"r+"`` for writable files of
+            a folder, ``"r"`` for an archive.
         num_threads: accepted for compatibility; mapping files needs no threads.
         allow_pickle: trust the folder: load non-tensor data stored with pickle, and
             import the module of a tensorclass it names. Without it, a pickle is an
@@ -219,7 +284,7 @@ def load_memmap(cls: Any, prefix: PathLike, device: Any = None, non_blocking: bo
     4.0
     """
     loaded = _load.load(prefix, device, non_blocking, robust_key=robust_key,
-                        allow_pickle=allow_pickle, cls=cls)
+                        allow_pickle=allow_pickle, cls=cls, subpath=subpath, mode=mode)
     if out is None:
         return loaded
     out.update(loaded)
@@ -227,7 +292,7 @@ def load_memmap(cls: Any, prefix: PathLike, device: Any = None, non_blocking: bo
 
 
 def load_memmap_(self: Any, prefix: PathLike, robust_key: bool | None = True, *,
-                 allow_pickle: bool | None = False) -> Any:
+                 allow_pickle: bool | None = False, mode: str | None = None) -> Any:
     """Update this collection with the entries saved under ``prefix``; returns self.
 
     >>> import tempfile
@@ -238,7 +303,7 @@ def load_memmap_(self: Any, prefix: PathLike, robust_key: bool | None = True, *,
     MemoryMappedTensor([1.])
     """
     return load_memmap(type(self), prefix, out=self, robust_key=robust_key,
-                       allow_pickle=allow_pickle)
+                       allow_pickle=allow_pickle, mode=mode)
 
 
 def load_(self: Any, prefix: PathLike, *args: Any, **kwargs: Any) -> Any:
@@ -365,7 +430,8 @@ def make_memmap_from_storage(self: Any, key: NestedKey, storage: torch.UntypedSt
 def memmap_function(data: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
                     num_threads: int = 0, return_early: bool = False,
                     share_non_tensor: bool = False, existsok: bool = True,
-                    robust_key: bool | None = True, atomic: bool = False,
+                    robust_key: bool | None = True, archive: bool | None = None,
+                    compression: str | int | None = None, atomic: bool = False,
                     allow_pickle: bool = False) -> Any:
     """``tensordict.memmap(data, prefix)``: same as ``data.memmap(prefix)``.
 
@@ -375,13 +441,14 @@ def memmap_function(data: Any, prefix: PathLike | None = None, copy_existing: bo
     """
     return memmap(data, prefix, copy_existing, num_threads=num_threads,
                   return_early=return_early, share_non_tensor=share_non_tensor,
-                  existsok=existsok, robust_key=robust_key, atomic=atomic,
-                  allow_pickle=allow_pickle)
+                  existsok=existsok, robust_key=robust_key, archive=archive,
+                  compression=compression, atomic=atomic, allow_pickle=allow_pickle)
 
 
 def load_memmap_function(prefix: PathLike, device: Any = None, non_blocking: bool = False, *,
-                         out: Any = None, robust_key: bool | None = True, num_threads: int = 0,
-                         allow_pickle: bool | None = False) -> Any:
+                         out: Any = None, robust_key: bool | None = True,
+                         subpath: NestedKey | None = None, mode: str | None = None,
+                         num_threads: int = 0, allow_pickle: bool | None = False) -> Any:
     """``tensordict.load_memmap(prefix)``: load a saved collection of any kind.
 
     >>> import tempfile, tensordict
@@ -391,7 +458,8 @@ def load_memmap_function(prefix: PathLike, device: Any = None, non_blocking: boo
     MemoryMappedTensor([1.])
     """
     return load_memmap(None, prefix, device, non_blocking, out=out, robust_key=robust_key,
-                       num_threads=num_threads, allow_pickle=allow_pickle)
+                       subpath=subpath, mode=mode, num_threads=num_threads,
+                       allow_pickle=allow_pickle)
 
 
 class MemmapBackend:
@@ -415,8 +483,15 @@ class MemmapBackend:
         return load_memmap(None, path, **kwargs)
 
     def can_load(self, path: PathLike) -> bool:
-        """Whether ``path`` is a folder holding a ``meta.json``."""
-        return os.path.isfile(os.path.join(os.fspath(path), _layout.META))
+        """Whether ``path`` is a folder holding a ``meta.json``, or an archive."""
+        return os.path.isfile(os.path.join(os.fspath(path), _layout.META)) or \
+            _archive.is_memmap_archive(path)
+
+    def from_schema(self, prototype: Any, *, device: Any = None, prefix: PathLike | None = None,
+                    **kwargs: Any) -> Any:
+        """``TensorDict.from_schema(..., storage="memmap", prefix=...)``: zero-filled
+        memory-mapped tensors (keywords of :func:`memmap_like`; ``device`` is ignored)."""
+        return memmap_like(prototype, prefix, **kwargs)
 
 
 METHODS: dict[str, Any] = {

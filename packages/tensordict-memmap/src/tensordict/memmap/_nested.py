@@ -34,7 +34,9 @@ def view(values: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
     rows = sizes.tolist()
     numels = [torch.Size(row).numel() for row in rows]
     strides = torch.tensor([contiguous_strides(row) for row in rows], dtype=torch.int64)
-    offsets = torch.tensor([0, *accumulate(numels)][:-1], dtype=torch.int64)
+    # values may start inside a larger mapping (an archive): offsets count from its start
+    offsets = torch.tensor([0, *accumulate(numels)][:-1], dtype=torch.int64) + (
+        values.storage_offset())
     return torch._nested_view_from_buffer(values.as_subclass(torch.Tensor),
                                           sizes.as_subclass(torch.Tensor).clone(),
                                           strides.reshape(sizes.shape), offsets)

@@ -19,14 +19,21 @@ def tensordict_top_level_names() -> dict[str, Any]:
         "load_memmap": "tensordict.memmap:load_memmap",
         "save": "tensordict.memmap:save",
         "load": "tensordict.memmap:load",
+        "pack_memmap": "tensordict.memmap._archive:pack_memmap",
+        "unpack_memmap": "tensordict.memmap._archive:unpack_memmap",
+        "is_memmap_archive": "tensordict.memmap._archive:is_memmap_archive",
+        "refresh_archive_checksums": "tensordict.memmap._archive:refresh_archive_checksums",
+        "append_memmap": "tensordict.memmap._append:append_memmap",
+        "PackLayout": "tensordict.memmap._pack:PackLayout",
     }
 
 
 @hookimpl
 def tensordict_methods() -> dict[str, Any]:
     from tensordict.memmap._methods import METHODS
+    from tensordict.memmap._pack import pack
 
-    return METHODS
+    return {**METHODS, "pack": pack}
 
 
 @hookimpl

@@ -464,13 +464,20 @@ def _jobs(node: _Node) -> list[_Job]:
 def save(collection: Any, prefix: str | os.PathLike[str] | None, *, copy_existing: bool,
          num_threads: int, return_early: bool, existsok: bool, robust_key: bool | None,
          like: bool, share: bool = False, allow_pickle: bool = False,
-         then: Callable[[Any], Any] | None = None) -> Any:
+         then: Callable[[Any], Any] | None = None,
+         sources: dict[str, torch.Tensor] | None = None) -> Any:
     """Write ``collection`` under ``prefix`` (None: anonymous shared memory) and return
-    the locked memmapped copy (or a :class:`TensorDictFuture`)."""
+    the locked memmapped copy (or a :class:`TensorDictFuture`). ``sources``: the data
+    files are only allocated, and this dict gets the tensor each of them is to hold, by
+    final path (for an archive, which copies the data from there)."""
     folder = None if prefix is None else os.path.abspath(os.fspath(prefix))
     opts = _Options(robust_key is not False, existsok, copy_existing, like, share, allow_pickle)
     node = _plan(collection, folder, opts)
     jobs = _jobs(node)
+    if sources is not None:
+        for job in jobs:
+            if job.source is not None and job.filename is not None and job.result is None:
+                sources[job.filename], job.source = job.source, None
     staging = None if folder is None else _atomic.Staging(folder)
 
     def complete() -> Any:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import math
 import os
+import warnings
 from collections.abc import Sequence
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
@@ -45,18 +46,25 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def _as_shape(args: tuple[Any, ...], shape: Any) -> torch.Size:
+def _as_shape(args: tuple[Any, ...], shape: Any) -> torch.Size | torch.Tensor:
     """The size given as ``*size``, one sequence, or ``shape=`` (as upstream, giving none
-    is a TypeError)."""
+    is a TypeError); or the element shapes of a nested tensor, a 2-D integer tensor."""
     if shape is not None:
         if args:
             raise TypeError("give the size either positionally or as shape=, not both")
         args = (shape,)
     elif not args:
         raise TypeError("Could not find the shape argument in the arguments.")
+    if len(args) == 1 and args[0].__class__ is torch.Tensor and args[0].ndim == 2:
+        return args[0]
     if len(args) == 1 and isinstance(args[0], (Sequence, torch.Size)):
         args = tuple(args[0])
     return torch.Size(args)
+
+
+def _nested_numel(sizes: torch.Tensor) -> int:
+    """The number of values of a nested tensor whose element shapes are ``sizes``."""
+    return sum(math.prod(row) for row in sizes.tolist())
 
 
 def _check_shape(shape: torch.Size, dtype: torch.dtype) -> int:
@@ -234,7 +242,14 @@ class MemoryMappedTensor(torch.Tensor):
             raise RuntimeError(
                 "MemoryMappedTensor.from_tensor is incompatible with tensor.requires_grad."
             )
-        if input.is_nested or input.layout != torch.strided:
+        if input.is_nested:
+            from tensordict.memmap import _nested
+
+            values, sizes = _nested.flatten(input)
+            flat = cls.from_tensor(values, filename=filename, existsok=existsok,
+                                   copy_existing=copy_existing, copy_data=copy_data)
+            return _nested.view(flat, sizes).as_subclass(cls)
+        if input.layout != torch.strided:
             raise TypeError(
                 f"MemoryMappedTensor.from_tensor needs a dense strided tensor, got layout "
                 f"{input.layout}{' (nested)' if input.is_nested else ''}"
@@ -314,6 +329,12 @@ class MemoryMappedTensor(torch.Tensor):
         MemoryMappedTensor([2, 3])
         """
         filename = os.fspath(filename)
+        if shape.__class__ is torch.Tensor and shape.ndim == 2:  # a nested tensor
+            from tensordict.memmap import _nested
+
+            flat = cls.from_filename(filename, dtype, [_nested_numel(shape)], mode=mode)
+            out = _nested.view(flat, shape).as_subclass(cls)
+            return out if index is None else out[index]
         try:
             size = os.path.getsize(filename)
         except FileNotFoundError:
@@ -322,6 +343,34 @@ class MemoryMappedTensor(torch.Tensor):
             raise ValueError(f"mode must be 'r', 'r+' or 'w+', got {mode!r}")
         out = map_sized(filename, dtype, torch.Size(shape), size, private=mode == "r")
         out = out.as_subclass(cls)
+        return out if index is None else out[index]
+
+    @classmethod
+    def from_handler(cls, handler: Any, dtype: torch.dtype, shape: Sequence[int] | torch.Tensor,
+                     index: Any = None) -> MemoryMappedTensor:
+        """Rebuild a MemoryMappedTensor from a handler: a file name, a storage or the
+        handle pickling sends for shared memory. Deprecated, as upstream.
+
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     t = MemoryMappedTensor.from_handler(torch.UntypedStorage._new_shared(8),
+        ...                                         torch.float32, [2])
+        >>> t.shape
+        torch.Size([2])
+        """
+        warnings.warn("MemoryMappedTensor.from_handler() is deprecated and will be removed "
+                      "in TensorDict 0.17.", DeprecationWarning, stacklevel=2)
+        if isinstance(handler, (str, os.PathLike)):
+            return cls.from_filename(handler, dtype, shape, index)
+        storage = handler.storage if isinstance(handler, _AnonymousHandle) else handler
+        if shape.__class__ is torch.Tensor and shape.ndim == 2:
+            from tensordict.memmap import _nested
+
+            flat = cls.from_storage(storage, shape=[_nested_numel(shape)], dtype=dtype)
+            out = _nested.view(flat, shape).as_subclass(cls)
+        else:
+            out = cls.from_storage(storage, shape=shape, dtype=dtype)
         return out if index is None else out[index]
 
     @classmethod
@@ -360,13 +409,24 @@ class MemoryMappedTensor(torch.Tensor):
               device: Any = None, filename: str | os.PathLike[str] | None = None,
               existsok: bool = False) -> MemoryMappedTensor:
         """An allocated map (zero-filled: files are created sparse, shared memory is fresh).
+        A 2-D integer tensor as the shape gives a nested tensor of elements of those shapes
+        (its file holds their values, one after the other), as for every constructor.
 
         >>> MemoryMappedTensor.empty(2, dtype=torch.int64).shape
         torch.Size([2])
+        >>> MemoryMappedTensor.empty(torch.tensor([[2, 3], [1, 3]]))[1].shape
+        torch.Size([1, 3])
         """
         _check_device(device)
-        return cls._create(_as_shape(size, shape), dtype or torch.get_default_dtype(),
-                           None if filename is None else os.fspath(filename), existsok, None)
+        dtype = dtype or torch.get_default_dtype()
+        filename = None if filename is None else os.fspath(filename)
+        shape = _as_shape(size, shape)
+        if shape.__class__ is torch.Size:
+            return cls._create(shape, dtype, filename, existsok, None)
+        from tensordict.memmap import _nested
+
+        flat = cls._create(torch.Size([_nested_numel(shape)]), dtype, filename, existsok, None)
+        return _nested.view(flat, shape).as_subclass(cls)
 
     @classmethod
     def zeros(cls, *size: Any, shape: Sequence[int] | None = None, dtype: torch.dtype | None = None,
@@ -405,7 +465,10 @@ class MemoryMappedTensor(torch.Tensor):
         """
         out = cls.empty(*size, shape=shape, dtype=dtype, device=device, filename=filename,
                         existsok=existsok)
-        out.fill_(fill_value)
+        if out.is_nested:  # fill the values the elements view
+            out.values().fill_(fill_value)
+        else:
+            out.fill_(fill_value)
         return out
 
     @classmethod

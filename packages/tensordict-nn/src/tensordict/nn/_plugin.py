@@ -14,4 +14,7 @@ from tensordict.plugins import hookimpl
 def tensordict_top_level_names() -> dict[str, Any]:
     return {
         "TensorDictParams": "tensordict.nn.params:TensorDictParams",
+        "TensorClassModuleBase": "tensordict.nn.tensorclass_module:TensorClassModuleBase",
+        "TensorClassModuleWrapper": "tensordict.nn.tensorclass_module:TensorClassModuleWrapper",
+        "as_tensordict_module": "tensordict.nn.common:as_tensordict_module",
     }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import textwrap
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -34,6 +35,7 @@ from tensordict.base import NO_DEFAULT  # noqa: F401 (upstream name of this modu
 from tensordict.errors import MissingKeyError
 from tensordict.nn._rollback import record, restore
 from tensordict.nn.utils import _DISPATCH, _set_skip_existing_None
+from tensordict.utils import deprecation_message, warn_deprecated
 
 __all__ = [
     "TensorDictModule",
@@ -452,10 +454,18 @@ class TensorDictModule(TensorDictModuleBase):
     @property
     def device(self) -> torch.device:
         """The device of the first parameter or buffer (``cpu`` when there is none).
+        Deprecated (a module may hold tensors on several devices), as upstream.
 
-        >>> TensorDictModule(torch.nn.Linear(2, 2), ["x"], ["y"]).device
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", DeprecationWarning)
+        ...     TensorDictModule(torch.nn.Linear(2, 2), ["x"], ["y"]).device
         device(type='cpu')
         """
+        warnings.warn(
+            deprecation_message("TensorDictModule.device", removal="0.17")
+            + " Modules may contain parameters and buffers on multiple devices; inspect the "
+            "relevant module state explicitly instead.", DeprecationWarning, stacklevel=2)
         for tensor in self.parameters():
             return tensor.device
         for tensor in self.buffers():
@@ -464,7 +474,15 @@ class TensorDictModule(TensorDictModuleBase):
 
     @property
     def is_functional(self) -> bool:
-        """Whether the wrapped module went through ``make_functional``."""
+        """Whether the wrapped module went through ``make_functional`` (deprecated).
+
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", DeprecationWarning)
+        ...     TensorDictModule(torch.nn.Linear(2, 2), ["x"], ["y"]).is_functional
+        False
+        """
+        warn_deprecated("TensorDictModule.is_functional", removal="0.17")
         return bool(getattr(self.module, "_is_functional", False))
 
     @dispatch(auto_batch_size=False)

@@ -29,8 +29,10 @@ class EnsembleModule(TensorDictModuleBase):
 
     With ``expand_input=True`` the input TensorDict is expanded to
     ``[num_copies, *batch_size]``; otherwise its first dim must already be
-    ``num_copies``. The parameters live in ``ensemble.params_td`` (a
-    :class:`TensorDictParams`, leading dim ``num_copies``).
+    ``num_copies``. The copies' parameters live in ``ensemble.params_td`` (a
+    :class:`TensorDictParams`, leading dim ``num_copies``); ``module`` stays a registered
+    submodule with its own parameters, untouched (as upstream, ``parameters()`` lists
+    both).
 
     >>> import torch
     >>> from tensordict.nn import TensorDictModule
@@ -54,10 +56,8 @@ class EnsembleModule(TensorDictModuleBase):
                 if hasattr(sub, "reset_parameters"):
                     sub.reset_parameters()
             copies.append(TensorDict.from_module(replica))
+        self.module = module  # kept as it is: each call swaps the copies in, then back
         self.params_td = TensorDictParams(torch.stack(copies).detach())
-        # the module keeps its structure only: its own tensors move to "meta"
-        TensorDict.from_module(module).detach().to("meta").to_module(module)
-        self.__dict__["module"] = module
         self.num_copies = num_copies
         self.expand_input = expand_input
         self._vmapped = torch.vmap(self._call_one, (0, 0), randomness="different")
@@ -78,5 +78,5 @@ class EnsembleModule(TensorDictModuleBase):
         return self._vmapped(tensordict, self.params_td)
 
     def __repr__(self) -> str:
-        return _module_repr(self, [("module", self.module), ("num_copies", self.num_copies),
+        return _module_repr(self, [("module", self.module), ("params_td", self.params_td),
                                    ("in_keys", self.in_keys), ("out_keys", self.out_keys)])

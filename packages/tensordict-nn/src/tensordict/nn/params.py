@@ -20,10 +20,14 @@ from torch import nn
 
 from tensordict import NestedKey, TensorCollection, TensorDict, TensorDictBase
 from tensordict._base import NO_DEFAULT
+from tensordict._functional import _STACKED_UNINITIALIZED
 from tensordict._pointwise import PointwiseMixin
 from tensordict._torch_function import TorchFunctionMixin
 
 __all__ = ["TensorDictParams"]
+
+_functorch = torch._C._functorch
+_Uninitialized = nn.parameter.UninitializedTensorMixin
 
 
 def _as_leaf(value: Any, convert: bool) -> Any:
@@ -144,6 +148,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
             parameters = parameters._param_td
         self.__dict__["no_convert"] = no_convert
         self.__dict__["_param_td"] = self._convert(parameters)
+        self.__dict__["_uninitialized"] = bool(_uninitialized_leaves(self._param_td))
         self.__dict__["_parameters"] = _LeafView(self, parameters=True)
         self.__dict__["_buffers"] = _LeafView(self, parameters=False)
         if lock:
@@ -173,7 +178,8 @@ class TensorDictParams(TensorDictBase, nn.Module):
     def _convert(self, value: Any) -> Any:
         convert = not self.no_convert
         if isinstance(value, TensorDictBase):
-            return value.apply(lambda x: _as_leaf(x, convert), filter_empty=False)
+            # _as_leaf keeps shapes: no check (an uninitialized tensor has no shape)
+            return value._apply_nest(lambda x: _as_leaf(x, convert), filter_empty=False)
         return _as_leaf(value, convert)
 
     def _get_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
@@ -183,6 +189,8 @@ class TensorDictParams(TensorDictBase, nn.Module):
                  non_blocking: bool = False) -> TensorDictParams:
         self._param_td._set_str(key, self._convert(value), inplace=inplace,
                                 validated=validated, non_blocking=non_blocking)
+        if isinstance(value, _Uninitialized):
+            self.__dict__["_uninitialized"] = True
         return self
 
     def _del_str(self, key: str) -> None:
@@ -391,16 +399,53 @@ _forward_shared_methods(TensorDictParams)
 
 
 
-def _flatten(params: TensorDictParams) -> tuple[list[TensorDictBase], None]:
-    return [params._param_td], None
+def _uninitialized_leaves(data: TensorDictBase) -> tuple[tuple[NestedKey, Any], ...]:
+    """The uninitialized tensors (of lazy modules) among the leaves of ``data``."""
+    return tuple((key, value) for key, value in data.items(True, True)
+                 if isinstance(value, _Uninitialized))
 
 
-def _unflatten(values: list[Any], context: None) -> Any:
-    return values[0]
+def _flatten(params: TensorDictParams) -> tuple[list[Any], Any]:
+    """The TensorDict held; without its uninitialized tensors if it has any (they have no
+    shape to map over), which go in the context, with a zero-size carrier of the batch
+    size as second child: on rebuilding, the carrier says which dim and level ``vmap``
+    maps (see ``tensordict._functional._StackedUninitialized``)."""
+    data = params._param_td
+    if not params.__dict__.get("_uninitialized"):
+        return [data], None
+    uninitialized = _uninitialized_leaves(data)
+    if not uninitialized:  # materialized since
+        params.__dict__["_uninitialized"] = False
+        return [data], None
+    carrier = torch.empty((*data.batch_size, 0), device=data.device)
+    return [data.exclude(*(key for key, _ in uninitialized)), carrier], uninitialized
 
 
-def _flatten_with_keys(params: TensorDictParams) -> tuple[list[tuple[Any, Any]], None]:
-    return [(pytree.GetAttrKey("_param_td"), params._param_td)], None
+def _unflatten(values: list[Any], context: Any) -> Any:
+    if context is None:
+        return values[0]
+    data, carrier = values
+    if not isinstance(carrier, torch.Tensor):
+        # placeholders (vmap's in_dims): only the number of leaves matters
+        return data, carrier
+    in_dim = level = None
+    if _functorch.is_batchedtensor(carrier):
+        in_dim, level = _functorch.maybe_get_bdim(carrier), _functorch.maybe_get_level(carrier)
+    for key, value in context:
+        if value.__class__ in _STACKED_UNINITIALIZED:
+            value.in_dim, value.vmap_level = in_dim, level
+        *path, name = (key,) if isinstance(key, str) else key
+        node = data
+        for part in path:
+            node = node._get_str(part)
+        node._set_str(name, value, inplace=False, validated=True)  # has no shape to check
+    return data
+
+
+def _flatten_with_keys(params: TensorDictParams) -> tuple[list[tuple[Any, Any]], Any]:
+    children, context = _flatten(params)
+    keys = [pytree.GetAttrKey("_param_td"), pytree.MappingKey("<batch size>")]
+    return list(zip(keys, children)), context
 
 
 # vmap, torch.func and torch.compile see through it to the TensorDict it holds

@@ -193,7 +193,6 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             out_keys = _composite_sample_keys(distribution_kwargs) if composite else ["_"]
         self._out_keys = _normalize_keys(out_keys, "out_keys")
         self._composite_lp_aggreate_at_init = composite_lp_aggregate(nowarn=True)
-        self._is_composite = composite
         self._set_log_prob_keys(log_prob_keys, log_prob_key)
         if isinstance(default_interaction_type, str):
             default_interaction_type = InteractionType.from_str(default_interaction_type)
@@ -213,8 +212,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
                            log_prob_key: NestedKey | None) -> None:
         if log_prob_keys is not None and log_prob_key is not None:
             raise ValueError("pass log_prob_keys or log_prob_key, not both")
-        if log_prob_keys is not None and self._is_composite \
-                and self._composite_lp_aggreate_at_init:
+        if log_prob_keys is not None and self._composite_lp_aggreate_at_init:
             raise RuntimeError(
                 "composite_lp_aggregate is set to True but log_prob_keys were passed. When "
                 "composite_lp_aggregate() returns ``True``, log_prob_key must be used instead."
@@ -257,8 +255,8 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
     @property
     def log_prob_keys(self) -> list[NestedKey]:
         """Where log-probs are written: the keys given, else ``<sample key>_log_prob``
-        per sample key, or one summed entry (``log_prob_key`` or ``"sample_log_prob"``)
-        for a composite distribution while :func:`composite_lp_aggregate` is on."""
+        per sample key; while :func:`composite_lp_aggregate` is on, one entry
+        (``log_prob_key`` or ``"sample_log_prob"``, a sum for a composite distribution)."""
         aggregate = composite_lp_aggregate(nowarn=True)
         if aggregate != self._composite_lp_aggreate_at_init:
             raise RuntimeError(
@@ -266,7 +264,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
                 f"instantiated with `{self._composite_lp_aggreate_at_init}` which may affect "
                 "the log_prob_keys property."
             )
-        if self._is_composite and aggregate:
+        if aggregate:
             return [self._log_prob_key or "sample_log_prob"]
         if self._log_prob_keys is not None:
             return list(self._log_prob_keys)
@@ -432,9 +430,22 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         ])
 
 
+def _is_probabilistic(module: Any) -> bool:
+    return callable(getattr(module, "get_dist", None))
+
+
 class ProbabilisticTensorDictSequential(TensorDictSequential):
     """A sequence whose last module is probabilistic: the earlier ones compute the
     distribution's parameters.
+
+    With ``return_composite=True`` (the default when the last module is not
+    probabilistic or when several are), :meth:`get_dist` runs the whole sequence (on a
+    copy of the input) and returns a
+    :class:`~tensordict.nn.CompositeDistribution` of every probabilistic module's
+    distribution, keyed by their sample keys (each module's value, drawn as the
+    current interaction type says, feeds the next modules); :meth:`log_prob` then
+    gives the per-sample ``<key>_log_prob`` TensorDict (or their sum while
+    :func:`~tensordict.nn.composite_lp_aggregate` is on).
 
     >>> import torch
     >>> from torch import nn
@@ -456,17 +467,19 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
                  return_composite: bool | None = None,
                  selected_out_keys: list[NestedKey] | None = None,
                  inplace: bool | None = None) -> None:
-        if len(modules) == 1 and isinstance(modules[0], Mapping):
-            last = list(modules[0].values())[-1] if modules[0] else None
-        else:
-            last = modules[-1] if modules else None
-        if not callable(getattr(last, "get_dist", None)):
+        items = list(modules[0].values()) if len(modules) == 1 and isinstance(
+            modules[0], Mapping) else list(modules)
+        last_is_probabilistic = bool(items) and _is_probabilistic(items[-1])
+        if return_composite is None:
+            return_composite = not last_is_probabilistic or \
+                sum(map(_is_probabilistic, items)) > 1
+        if not return_composite and not last_is_probabilistic:
             raise TypeError(
-                "the last module of a ProbabilisticTensorDictSequential must be "
-                f"probabilistic (have get_dist), got {type(last).__name__}"
+                "The final module passed to ProbabilisticTensorDictSequential must be an "
+                "instance of ProbabilisticTensorDictModule or another "
+                "ProbabilisticTensorDictSequential (unless return_composite is set to "
+                f"``True``), got {type(items[-1]).__name__ if items else None}."
             )
-        if return_composite:
-            raise NotImplementedError("return_composite=True is not supported yet")
         # subclasses mixing in other sequences (TorchRL's) take only these arguments
         options: dict[str, Any] = {"partial_tolerant": partial_tolerant}
         if selected_out_keys is not None:
@@ -474,11 +487,26 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         if inplace is not None:
             options["inplace"] = inplace
         super().__init__(*modules, **options)
+        self.return_composite = return_composite
 
     @property
     def _last_module(self) -> Any:
         """The probabilistic module."""
         return list(self._module_iter())[-1]
+
+    def _probabilistic_modules(self) -> list[Any]:
+        """The probabilistic modules, last first (the order of the composite keys)."""
+        found = [module for module in self._module_iter() if _is_probabilistic(module)]
+        if not found:
+            raise RuntimeError(f"No distribution module found in {self}.")
+        return found[::-1]
+
+    def _gathered(self, name: str) -> list[NestedKey]:
+        """The ``name`` keys of the probabilistic module, of all of them if composite."""
+        if not self.return_composite:
+            return getattr(self._last_module, name)
+        return [key for module in self._probabilistic_modules()
+                for key in getattr(module, name)]
 
     @property
     def det_part(self) -> TensorDictSequential:
@@ -487,18 +515,20 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
 
     @property
     def default_interaction_type(self) -> InteractionType:
-        """The default interaction type of the probabilistic module."""
-        return self._last_module.default_interaction_type
+        """The default interaction type of the (last) probabilistic module."""
+        return self._probabilistic_modules()[0].default_interaction_type
 
     @property
     def dist_params_keys(self) -> list[NestedKey]:
-        """The parameter keys of the probabilistic module."""
-        return self._last_module.dist_params_keys
+        """The parameter keys of the probabilistic module (all of them, last first, if
+        composite)."""
+        return self._gathered("dist_params_keys")
 
     @property
     def dist_sample_keys(self) -> list[NestedKey]:
-        """The sample keys of the probabilistic module."""
-        return self._last_module.dist_sample_keys
+        """The sample keys of the probabilistic module (all of them, last first, if
+        composite)."""
+        return self._gathered("dist_sample_keys")
 
     @property
     def num_samples(self) -> int | torch.Size | None:
@@ -507,8 +537,9 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
 
     @property
     def log_prob_keys(self) -> list[NestedKey]:
-        """The log-prob keys of the probabilistic module."""
-        return self._last_module.log_prob_keys
+        """The log-prob keys of the probabilistic module (all of them, last first, if
+        composite)."""
+        return self._gathered("log_prob_keys")
 
     @property
     def log_prob_key(self) -> NestedKey:
@@ -535,9 +566,37 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
 
     def get_dist(self, tensordict: TensorDictBase,
                  tensordict_out: TensorDictBase | None = None, **kwargs: Any) -> D.Distribution:
-        """The distribution for ``tensordict`` (the deterministic part is run first)."""
+        """The distribution for ``tensordict`` (the deterministic part is run first); a
+        composite of every probabilistic module's if ``return_composite``."""
+        if self.return_composite:
+            return self._composite_dist(tensordict, tensordict_out, **kwargs)
         return self._last_module.get_dist(
             self.get_dist_params(tensordict, tensordict_out, **kwargs))
+
+    def _composite_dist(self, tensordict: TensorDictBase,
+                        tensordict_out: TensorDictBase | None = None,
+                        **kwargs: Any) -> CompositeDistribution:
+        """Run the sequence on a copy of ``tensordict``: each probabilistic module gives
+        its distribution and a value of it, written for the modules after it."""
+        self._probabilistic_modules()  # raises when there is none
+        td = tensordict.copy() if tensordict_out is None else \
+            tensordict_out.update(tensordict)
+        dists: dict[NestedKey, D.Distribution] = {}
+        for module in self._module_iter():
+            if not _is_probabilistic(module):
+                td = module(td, **kwargs)
+                continue
+            dist = module.get_dist(td)
+            sample = module._dist_sample(dist)
+            if isinstance(dist, CompositeDistribution):
+                dists.update(dist.dists)
+                td.update(sample)
+                continue
+            values = sample if isinstance(sample, tuple) else (sample,)
+            for key, value in zip(module.dist_sample_keys, values):
+                dists[key] = dist
+                _set_entry(td, key, value)
+        return CompositeDistribution.from_distributions(td, dists)
 
     def build_dist_from_params(self, tensordict: TensorDictBase) -> D.Distribution:
         """The distribution from parameters already in ``tensordict``."""
@@ -550,6 +609,8 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         """The log-prob of the sample stored in ``tensordict``."""
         if dist is None:
             dist = self.get_dist(tensordict, tensordict_out, **kwargs)
+        if self.return_composite:
+            return dist.log_prob(tensordict)
         return self._last_module.log_prob(tensordict, dist=dist)
 
     @dispatch(auto_batch_size=False)
@@ -566,7 +627,7 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
     def _rebuild(self, modules: list[Any]) -> TensorDictSequential:
         items = list(modules[0].values()) if modules and isinstance(modules[0], Mapping) \
             else modules
-        if items and callable(getattr(items[-1], "get_dist", None)):
+        if items and _is_probabilistic(items[-1]):
             return ProbabilisticTensorDictSequential(
                 *modules, partial_tolerant=self.partial_tolerant, inplace=self.inplace)
         return super()._rebuild(modules)

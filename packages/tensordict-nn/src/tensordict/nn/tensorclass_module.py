@@ -22,6 +22,7 @@ import dataclasses
 import sys
 import types
 import typing
+import warnings
 from abc import ABC, abstractmethod
 from typing import Any, Generic, TypeVar
 
@@ -163,8 +164,21 @@ class TensorClassModuleWrapper(TensorDictModuleBase):
         self.out_keys = _tensor_class_keys(module.output_type)
 
     @dispatch
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Run the module on ``tensordict``'s input entries; the outputs as a TensorDict."""
+    def forward(self, tensordict: TensorDictBase, *args: Any, **kwargs: Any) -> TensorDictBase:
+        """Run the module on ``tensordict``'s input entries; the outputs as a TensorDict.
+
+        Other arguments (``tensordict_out``...) are ignored with a ``FutureWarning``, as
+        upstream: TensorDict 0.17 is to write into ``tensordict_out`` as
+        :class:`~tensordict.nn.TensorDictModule` does.
+        """
+        if args or kwargs:
+            ignored = ["positional arguments"] if args else []
+            ignored += [repr(key) for key in kwargs]
+            warnings.warn(
+                f"TensorClassModuleWrapper ignores {', '.join(ignored)}. Starting with "
+                "TensorDict 0.17, the default will change to writing the outputs into "
+                "tensordict_out and returning it, as TensorDictModule does, and to raising "
+                "a TypeError for the other arguments.", FutureWarning, stacklevel=5)
         inputs = self.tc_module.input_type.from_tensordict(
             tensordict.select(*self.in_keys, strict=False))
         return self.tc_module(inputs).to_tensordict()

@@ -91,7 +91,7 @@ def _make_init(cls: type, fields: list[dataclasses.Field]) -> Callable[..., None
     (the same checks as ``TensorDict.__init__``, nothing more)."""
     namespace: dict[str, Any] = {
         "_new": TensorDict._new_unsafe, "_as_size": as_size, "_as_device": as_device,
-        "_set_attr": object.__setattr__, "_guard": _fields.guard_fast_fields,
+        "_guard": _fields.guard_fast_fields,
         "_Tensor": _fields._Tensor, "_MISSING": _fields._MISSING,
     }
     positional: list[str] = []
@@ -134,8 +134,8 @@ def _make_init(cls: type, fields: list[dataclasses.Field]) -> Callable[..., None
         "    _tc_other_ = False",
         *body,
         f"    if {meta['names']} is not None: _tc_td_.names = {meta['names']}",
-        f"    _set_attr({self_name}, '_tensordict', _tc_td_)",
-        f"    _set_attr({self_name}, '__dict__', _tc_td_._tensordict)",
+        f"    object.__setattr__({self_name}, '_tensordict', _tc_td_)",
+        f"    object.__setattr__({self_name}, '__dict__', _tc_td_._tensordict)",
         f"    if _tc_other_: _guard({self_name})",
     ]
     if cls._tc_has_post_init:

@@ -238,20 +238,21 @@ def guard_fast_fields(obj: Any, names: Any = None) -> None:
             demote(type(obj), (name,))
 
 
-_set_attr = object.__setattr__
-
-
 def attach(obj: Any, td: Any) -> None:
-    """Make ``td`` the storage of ``obj`` (its ``__dict__`` becomes the entries' dict)."""
-    _set_attr(obj, "_tensordict", td)
+    """Make ``td`` the storage of ``obj`` (its ``__dict__`` becomes the entries' dict).
+
+    ``object.__setattr__`` is spelled out, not aliased: dynamo takes an alias for
+    ``torch.Tensor.__setattr__`` and calls the class's own ``__setattr__`` (a recursion).
+    """
+    object.__setattr__(obj, "_tensordict", td)
     if td.__class__ is TensorDict:
-        _set_attr(obj, "__dict__", td._tensordict)
+        object.__setattr__(obj, "__dict__", td._tensordict)
         return
     storage = getattr(td, "_tensordict", None) if isinstance(td, TensorDict) else None
     if type(storage) is dict:
-        _set_attr(obj, "__dict__", storage)
+        object.__setattr__(obj, "__dict__", storage)
     else:
         # a lazy stack or another backing without one entries dict: every field is
         # read through the TensorDict API
-        _set_attr(obj, "__dict__", {})
+        object.__setattr__(obj, "__dict__", {})
         demote(type(obj), set(type(obj)._tc_fast))

@@ -69,20 +69,24 @@ def _is_tensorclass(value: Any) -> bool:
     return isinstance(value, Wrapper)
 
 
-def unwrap(args: Any, originals: dict[int, Any]) -> Any:
+def unwrap(args: Any, originals: list[Any]) -> Any:
     """``args`` (a tuple) with tensorclasses replaced by their TensorDicts, one level of
-    lists/tuples deep; ``originals`` maps each TensorDict's id back to its instance (for a
-    list or tuple, its first instance only: enough to find the class of the result)."""
+    lists/tuples deep; each instance is appended to ``originals`` (for a list or tuple, its
+    first instance only: enough to find the class of the result).
+
+    Instances are found again by identity, never by ``id()``: under ``torch.compile`` an
+    ``id()`` guards on the object itself, and every call with a new instance recompiles.
+    """
     base = Wrapper
     out = list(args)
     for i, arg in enumerate(out):
         if isinstance(arg, base):
-            originals[id(arg._tensordict)] = arg
+            originals.append(arg)
             out[i] = arg._tensordict
-        elif arg.__class__ in (list, tuple) and arg:
+        elif type(arg) in (list, tuple) and arg:  # type(): dynamo lacks a function's __class__
             first = next((item for item in arg if isinstance(item, base)), None)
             if first is not None:
-                originals.setdefault(id(first._tensordict), first)
+                originals.append(first)
                 out[i] = type(arg)([item._tensordict if isinstance(item, base) else item
                                     for item in arg])
     return tuple(out)
@@ -110,7 +114,7 @@ def check_related(func: Callable[..., Any], types: Any, args: Any) -> None:
                                  for other in kinds) for kind in kinds):
         return
     instances = [item for arg in args
-                 for item in (arg if arg.__class__ in (list, tuple) else (arg,))
+                 for item in (arg if type(arg) in (list, tuple) else (arg,))
                  if isinstance(item, Wrapper)]
     found = ", ".join(f"{type(item).__name__}(batch_size={list(item.batch_size)})"
                       for item in instances)
@@ -145,21 +149,21 @@ def restore_classes(result: Any, template: Any) -> None:
             restore_classes(value, reference)
 
 
-def deliver(cls: type, result: Any, originals: dict[int, Any]) -> Any:
+def deliver(cls: type, result: Any, originals: list[Any]) -> Any:
     """The result of a forwarded op, re-wrapped into ``cls`` where it fits (module doc).
 
-    ``originals`` maps the id of each TensorDict passed to the op to its tensorclass; the
-    first one is the template of the nested classes of a new result."""
-    original = originals.get(id(result))
-    if original is not None and original._tensordict is result:
-        original._resync()
-        return original
+    ``originals`` are the tensorclasses passed to the op; the first one is the template
+    of the nested classes of a new result."""
+    for original in originals:
+        if original._tensordict is result:
+            original._resync()
+            return original
     if result.__class__ in (tuple, list):
         return type(result)(deliver(cls, item, originals) for item in result)
     if (isinstance(result, TensorDictBase) and not _is_tensorclass(result)
             and not getattr(result, "_is_non_tensor", False) and fits(cls, result)):
         if originals:
-            restore_classes(result, next(iter(originals.values()))._tensordict)
+            restore_classes(result, originals[0]._tensordict)
         return cls._from_storage(result)
     return result
 
@@ -169,7 +173,7 @@ def method(name: str, doc: str | None = None) -> Callable[..., Any]:
     rewrap = name not in RETURNS_ENTRIES and not name.startswith("_") or name in OPERATORS
 
     def forwarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        originals = {id(self._tensordict): self}
+        originals = [self]
         if args:
             args = unwrap(args, originals)
         if kwargs:
@@ -188,7 +192,7 @@ def _classmethod(name: str, doc: str | None) -> classmethod:
     """A class-level TensorDict function (``fromkeys``, ``stack``...) returning the class."""
 
     def forwarded(cls: type, *args: Any, **kwargs: Any) -> Any:
-        originals: dict[int, Any] = {}
+        originals: list[Any] = []
         args = unwrap(args, originals)
         return deliver(cls, getattr(TensorDict, name)(*args, **kwargs), originals)
 
@@ -201,7 +205,7 @@ def _property(name: str, prop: property) -> property:
     def fget(self: Any) -> Any:
         value = getattr(self._tensordict, name)
         if value.__class__ is TensorDict:
-            return deliver(type(self), value, {id(self._tensordict): self})
+            return deliver(type(self), value, [self])
         return value
 
     def fset(self: Any, value: Any) -> None:

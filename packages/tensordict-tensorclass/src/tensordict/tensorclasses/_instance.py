@@ -203,7 +203,7 @@ class TensorClassBase(Wrapper):
         return self._tensordict._get_path(key, default)
 
     def _apply_nest(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
-        originals = {id(self._tensordict): self}
+        originals = [self]
         result = self._tensordict._apply_nest(fn, *unwrap(others, originals), **kwargs)
         return deliver(type(self), result, originals)
 
@@ -321,7 +321,7 @@ class TensorClassBase(Wrapper):
         td = self._tensordict
         if not hasattr(td, "extend"):
             raise AttributeError(f"'{type(td).__name__}' object has no attribute 'extend'")
-        td.extend(unwrap((tensordict,), {})[0])
+        td.extend(unwrap((tensordict,), [])[0])
 
     @classmethod
     def fields(cls) -> tuple[dataclasses.Field, ...]:
@@ -442,10 +442,10 @@ class TensorClassBase(Wrapper):
     def __torch_function__(cls, func: Callable[..., Any], types: Any, args: Any = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         check_related(func, types, args)
-        originals: dict[int, Any] = {}
+        originals: list[Any] = []
         args = unwrap(args, originals)
         kwargs = dict(zip(kwargs, unwrap(tuple(kwargs.values()), originals))) if kwargs else {}
-        target = type(next(iter(originals.values()))) if originals else cls
+        target = type(originals[0]) if originals else cls
         return deliver(target, func(*args, **kwargs), originals)
 
     def __repr__(self) -> str:
