@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -15,7 +16,12 @@ import tensordict
 from tensordict import TensorDict, plugins
 from tensordict.plugins import hookimpl
 
-FIRST_PARTY = "memmap,tensorclass,nn,distributed"
+#: the entry points of this repository's plugin distributions (whichever are installed)
+FIRST_PARTY = ",".join(
+    ep.name for dist in importlib.metadata.distributions()
+    if dist.metadata["Name"].startswith("tensordict-")
+    for ep in dist.entry_points if ep.group == plugins.ENTRY_POINT_GROUP
+)
 
 
 @pytest.fixture

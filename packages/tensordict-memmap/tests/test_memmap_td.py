@@ -429,3 +429,12 @@ def test_core_save_and_load_dispatch_to_memmap(tmp_path):
     _assert_same_leaves(TensorDict.load(tmp_path), td)
     # the seeds' checkpoint example passes num_threads to load_memmap too
     _assert_same_leaves(TensorDict.load_memmap(tmp_path, num_threads=16), td)
+
+
+def test_from_schema_memmap(tmp_path):
+    schema = {"obs": ([64, 64, 3], torch.uint8), "next": {"reward": ([], torch.float32)}}
+    td = TensorDict.from_schema(schema, batch_size=[1000], storage="memmap", prefix=tmp_path)
+    assert isinstance(td["obs"], MemoryMappedTensor) and td["obs"].shape == (1000, 64, 64, 3)
+    td["obs"][5] = 1
+    loaded = TensorDict.load_memmap(tmp_path)
+    assert loaded["obs"][5].sum() == 64 * 64 * 3 and loaded["next", "reward"].sum() == 0

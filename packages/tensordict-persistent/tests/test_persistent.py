@@ -271,3 +271,16 @@ def test_pickled_as_a_location_for_worker_processes(ptd):
         sums = pool.starmap(sum_of_rows, [(reader, slice(0, 3)), (reader, slice(3, 6))])
     assert sum(sums) == sample()["obs"].sum().item()
     reader.close()
+
+
+def test_from_schema_allocates_nothing_in_memory(tmp_path, backend):
+    path = tmp_path / f"big.{backend}"
+    schema = {"obs": ([64, 64, 3], torch.uint8), "next": {"reward": ([], torch.float32)}}
+    ptd = TensorDict.from_schema(schema, batch_size=[2000], storage=backend, filename=path)
+    assert isinstance(ptd, PersistentTensorDict)
+    assert ptd.get_item_shape("obs") == torch.Size([2000, 64, 64, 3])
+    ptd[7] = TensorDict({"obs": torch.ones(64, 64, 3, dtype=torch.uint8)}, [])
+    assert ptd[6:8]["obs"].sum(dim=(1, 2, 3)).tolist() == [0, 64 * 64 * 3]
+    ptd.close()
+    size = sum(f.stat().st_size for f in path.rglob("*")) if path.is_dir() else path.stat().st_size
+    assert size < 2_000_000  # the 24 MB of zeros were never written

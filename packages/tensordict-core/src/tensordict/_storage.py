@@ -32,10 +32,14 @@ tensor([1., 1.])
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from tensordict import plugins
+from tensordict._collection import classes
 
 DEFAULT_BACKEND = "memmap"
 
@@ -72,10 +76,66 @@ def load(prefix: str | Path, *args: Any, backend: str | None = None, **kwargs: A
     )
 
 
+def zeros_prototype(schema: Mapping[str, Any], batch_size: torch.Size) -> Any:
+    """A TensorDict of ``schema`` (key -> ``(element_shape, dtype)``, or a nested schema)
+    whose tensors are zeros expanded from one element: shapes and dtypes, no memory."""
+    entries: dict[str, Any] = {}
+    for key, spec in schema.items():
+        if isinstance(spec, Mapping):
+            entries[key] = zeros_prototype(spec, batch_size)
+            continue
+        try:
+            shape, dtype = spec
+            shape = torch.Size((*batch_size, *shape))
+        except (TypeError, ValueError):
+            raise TypeError(f"the schema entry {key!r} must be an (element_shape, dtype) "
+                            f"pair or a nested schema, got {spec!r}") from None
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError(f"the schema entry {key!r} has no torch.dtype: {dtype!r}")
+        entries[key] = torch.zeros((), dtype=dtype).expand(shape)
+    return classes.TensorDict(entries, batch_size=batch_size)
+
+
 class StorageMixin:
     """``save`` and ``load`` on tensor collections, dispatching to storage backends."""
 
     __slots__ = ()
+
+    @classmethod
+    def from_schema(cls, schema: Mapping[str, Any], *,
+                    batch_size: Sequence[int] | torch.Size | None = None,
+                    storage: str | None = None, device: Any = None, **kwargs: Any) -> Any:
+        """A zero-filled collection of ``schema`` (key -> ``(element_shape, dtype)``; a
+        nested dict for a sub-TensorDict), created where ``storage`` says without being
+        built in memory first: ``None`` (ordinary tensors), ``"shared"`` (shared memory),
+        or a storage backend: ``"memmap"`` (``prefix=``), ``"h5"`` and ``"zarr"``
+        (``filename=``), ``"redis"`` (``host=``, ``port=``...). A backend that is not
+        installed gives an error saying which package to install.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict.from_schema({"obs": ([84, 84, 3], torch.uint8),
+        ...                              "next": {"reward": ([], torch.float32)}},
+        ...                             batch_size=[1000])
+        >>> td["obs"].shape, td["next", "reward"].dtype
+        (torch.Size([1000, 84, 84, 3]), torch.float32)
+        """
+        size = torch.Size(batch_size or ())
+        prototype = zeros_prototype(schema, size)
+        if storage is None or storage == "shared":
+            if kwargs:
+                raise TypeError(f"from_schema(storage={storage!r}) got unexpected arguments "
+                                f"{sorted(kwargs)}")
+            out = prototype.apply(lambda x: torch.zeros(x.shape, dtype=x.dtype, device=device))
+            if device is not None:
+                out.device = device
+            return out.share_memory_() if storage == "shared" else out
+        backend = plugins.storage_backend(storage)
+        make = getattr(backend, "from_schema", None)
+        if make is None:
+            raise ValueError(f"the {storage!r} storage backend cannot create a collection "
+                             f"from a schema")
+        return make(prototype, device=device, **kwargs)
 
     def save(self, prefix: str | Path | None = None, *args: Any,
              backend: str = DEFAULT_BACKEND, **kwargs: Any) -> Any:

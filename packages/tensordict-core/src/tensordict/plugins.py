@@ -64,6 +64,24 @@ PROVIDED_BY: dict[str, str] = {
         ),
         "distributed",
     ),
+    **dict.fromkeys(("from_h5", "to_h5"), "h5"),
+    **dict.fromkeys(("to_store",), "redis"),
+    **dict.fromkeys(("from_zarr", "to_zarr"), "zarr"),
+    **dict.fromkeys(("from_safetensors", "to_safetensors"), "safetensors"),
+    **dict.fromkeys(
+        (
+            "from_parquet", "from_csv", "from_json", "from_pandas", "from_arrow",
+            "to_parquet", "to_csv", "to_json", "to_pandas", "to_arrow",
+        ),
+        "tabular",
+    ),
+}
+
+
+#: Storage backends of the first-party plugins (for the install hint when one is missing).
+STORAGE_PROVIDED_BY: dict[str, str] = {
+    "memmap": "memmap", "h5": "h5", "zarr": "zarr", "redis": "redis",
+    "safetensors": "safetensors",
 }
 
 
@@ -103,6 +121,11 @@ class StorageBackend(Protocol):
     ``td.save(path, *args, backend=name, **kwargs)`` calls ``save(td, path, *args,
     **kwargs)`` and ``TensorDict.load(path, *args, **kwargs)`` calls ``load(path, *args,
     **kwargs)`` of the backend whose ``can_load(path)`` is true.
+
+    A backend may also offer ``from_schema(prototype, *, device=None, **kwargs)``, which
+    ``TensorDict.from_schema(..., storage=name, **kwargs)`` calls: a new collection stored
+    by the backend with the keys, shapes and dtypes of ``prototype`` (whose tensors are
+    zeros expanded from one element, so they take no memory), filled with zeros.
     """
 
     def save(self, td: Any, path: Any, *args: Any, **kwargs: Any) -> Any:
@@ -113,6 +136,7 @@ class StorageBackend(Protocol):
 
     def can_load(self, path: Any) -> bool:
         """Whether ``path`` holds data written by this backend."""
+
 
 
 class _Manager(pluggy.PluginManager):
@@ -338,8 +362,9 @@ def storage_backend(name: str) -> StorageBackend:
     backends = storage_backends()
     if name in backends:
         return backends[name]
-    if name == "memmap":
-        raise MissingPluginError(install_hint("the 'memmap' storage backend", "memmap"))
+    if name in STORAGE_PROVIDED_BY:
+        raise MissingPluginError(install_hint(f"the {name!r} storage backend",
+                                              STORAGE_PROVIDED_BY[name]))
     raise ValueError(f"unknown storage backend {name!r}; installed: {sorted(backends)}")
 
 
@@ -352,7 +377,9 @@ def missing_method_error(owner: str, name: str) -> AttributeError:
 
 #: Subpackages of ``tensordict`` that plugin distributions provide.
 SUBPACKAGES = {"memmap": "memmap", "nn": "nn", "tensorclasses": "tensorclass",
-               "tensorclass": "tensorclass", "distributed": "distributed"}
+               "tensorclass": "tensorclass", "distributed": "distributed",
+               "persistent": "persistent", "h5": "h5", "zarr": "zarr",
+               "safetensors": "safetensors", "tabular": "tabular", "store": "redis"}
 
 
 class _MissingSubpackageFinder:

@@ -56,6 +56,9 @@ class H5Format:
         return isinstance(node, h5py.Group)
 
     def write_array(self, group: h5py.Group, name: str, array: np.ndarray) -> h5py.Dataset:
+        if array.size > 1 and not any(array.strides):  # one value expanded: nothing to send
+            return group.create_dataset(name, shape=array.shape, dtype=array.dtype,
+                                        fillvalue=array.flat[0], chunks=_row_chunks(array))
         return group.create_dataset(name, data=array)
 
     def read(self, node: h5py.Dataset, selection: Any) -> np.ndarray:
@@ -102,6 +105,17 @@ class H5Format:
     def _write_text(group: h5py.Group, name: str, text: str) -> h5py.Dataset:
         return group.create_dataset(name, data=text, dtype=h5py.string_dtype())
 
+
+def _row_chunks(array: np.ndarray) -> tuple[int, ...] | bool:
+    """Chunks of whole rows, about 1 MiB each, so that writing a row allocates little
+    of a dataset created empty (h5py's own guess for other shapes)."""
+    row_bytes = array[:1].nbytes if array.ndim else 0
+    if not array.ndim or not 0 < row_bytes <= _CHUNK_BYTES:
+        return True
+    return (max(1, min(array.shape[0], _CHUNK_BYTES // row_bytes)), *array.shape[1:])
+
+
+_CHUNK_BYTES = 1 << 20
 
 register_format(H5Format())
 

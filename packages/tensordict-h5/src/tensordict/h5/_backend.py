@@ -22,6 +22,16 @@ class H5Backend:
 
         return from_h5(path, **kwargs)
 
+    def from_schema(self, prototype: Any, *, device: Any = None, filename: Any = None,
+                    **kwargs: Any) -> Any:
+        """``TensorDict.from_schema(..., storage="h5", filename=...)``: a new file of
+        zero-filled datasets (nothing is built in memory)."""
+        if filename is None:
+            raise TypeError("from_schema(storage='h5') needs filename=")
+        from tensordict.h5 import to_h5
+
+        return to_h5(prototype, filename, device=device, **kwargs)
+
     def can_load(self, path: Any) -> bool:
         """Whether ``path`` is a file starting with the HDF5 signature."""
         try:

@@ -29,8 +29,6 @@ Example:
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -44,10 +42,9 @@ from tensordict.persistent import _leaves
 from tensordict.persistent._formats import FileFormat, get_format
 from tensordict.persistent._indexing import (
     read_rows,
-    split_index,
-    target_batch_size,
     write_rows,
 )
+from tensordict.storage import WriteBackMixin, atomic_write, check_fits, split_rows
 
 #: upstream's keyword arguments that change nothing here (non-tensor values are read as
 #: stored; batch sizes are always checked)
@@ -56,7 +53,7 @@ _ACCEPTED = frozenset({"non_tensor_as_stack", "validate_batch_size"})
 _TMP = ".tensordict-tmp-"
 
 
-class PersistentTensorDict(TensorDictBase):
+class PersistentTensorDict(WriteBackMixin, TensorDictBase):
     """A TensorDict backed by a group of an HDF5 (``backend="h5"``) or Zarr
     (``backend="zarr"``) file.
 
@@ -164,21 +161,15 @@ class PersistentTensorDict(TensorDictBase):
             input_dict = input_dict.clone(False)
             input_dict.batch_size = batch_size
         file_format = get_format(backend)
-        filename = os.fspath(filename)
-        folder, name = os.path.split(os.path.abspath(filename))
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
-        os.close(fd)
-        os.unlink(tmp)
-        try:
+
+        def write(tmp: str) -> None:
             root = file_format.open(tmp, "w")
             try:
                 _write_group(file_format, root, input_dict, ())
             finally:
                 file_format.close(root)
-            _replace(tmp, filename)
-        except BaseException:
-            _remove(tmp)
-            raise
+
+        atomic_write(filename, write)
         return cls(filename=filename, mode="r+", backend=backend, device=device)
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -384,12 +375,12 @@ class PersistentTensorDict(TensorDictBase):
     def _index(self, index: Any) -> TensorDictBase:
         """Read only the rows ``index`` selects along the first dim, then index the
         in-memory result with the rest of ``index``."""
-        rows, rest = split_index(index, self._batch_size)
+        rows, rest = split_rows(index, self._batch_size)
         return read_rows(self, rows)[rest]
 
     def _set_at_index(self, index: Any, value: Any) -> None:
         self._check_writable(index)
-        batch = target_batch_size(self._batch_size, index)
+        batch = self._indexed_batch(index)
         if not is_tensor_collection(value):
             value = TensorDict(dict(value), batch_size=batch) if isinstance(value, Mapping) \
                 else value
@@ -397,72 +388,6 @@ class PersistentTensorDict(TensorDictBase):
         _plan_indexed_writes(self, index, value, batch, (), writes)
         for write, args in writes:
             write(*args)
-
-    def _apply_nest(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
-        local = self.to_tensordict()
-        result = local._apply_nest(fn, *others, **kwargs)
-        if kwargs.get("inplace"):
-            self._write_back(local)
-            return self
-        return result
-
-    def _write_back(self, local: TensorDictBase) -> None:
-        """Write every tensor of ``local`` (this TensorDict read into memory and changed
-        there) back to its array."""
-        self._check_writable(None)
-        for key, value in local.items(True, True):
-            if isinstance(value, torch.Tensor):
-                self.set_(key, value)
-
-    def update_(self, input_dict_or_td: Mapping[Any, Any] | TensorDictBase,
-                clone: bool = False, *, keys_to_update: Sequence[Any] | None = None,
-                **kwargs: Any) -> PersistentTensorDict:
-        """Write each entry of ``input_dict_or_td`` into the existing array of the same
-        key; every key and shape is checked before the first write."""
-        source = input_dict_or_td if is_tensor_collection(input_dict_or_td) else \
-            TensorDict(dict(input_dict_or_td), batch_size=self._batch_size)
-        leaves = [(key, value) for key, value in source.items(True, True)
-                  if keys_to_update is None or key in keys_to_update]
-        for key, value in leaves:
-            path = (key,) if isinstance(key, str) else key
-            target = self._parent_of(path, False)._peek_str(path[-1])
-            if isinstance(target, torch.Tensor) and isinstance(value, torch.Tensor):
-                torch.broadcast_shapes(value.shape, target.shape)
-                if torch.broadcast_shapes(value.shape, target.shape) != target.shape:
-                    raise RuntimeError(f"cannot write a value of shape {tuple(value.shape)} "
-                                       f"into {key!r} of shape {tuple(target.shape)}")
-        for key, value in leaves:
-            if isinstance(value, torch.Tensor):
-                path = (key,) if isinstance(key, str) else key
-                shape = self._parent_of(path, False)._peek_str(path[-1]).shape
-                self.set_(key, value.expand(shape))
-            else:
-                self.set(key, value)
-        return self
-
-    def update_at_(self, input_dict_or_td: Mapping[Any, Any] | TensorDictBase, index: Any,
-                   clone: bool = False, *, non_blocking: bool = False,
-                   keys_to_update: Sequence[Any] | None = None) -> PersistentTensorDict:
-        """Write the entries of ``input_dict_or_td`` at ``index`` of the arrays."""
-        source = input_dict_or_td
-        if not is_tensor_collection(source):
-            source = TensorDict(dict(source), batch_size=target_batch_size(
-                self._batch_size, index))
-        if keys_to_update is not None:
-            source = source.select(*keys_to_update, strict=False)
-        self._set_at_index(index, source)
-        return self
-
-    def set_at_(self, key: Any, value: Any, index: Any, *,
-                non_blocking: bool = False) -> PersistentTensorDict:
-        """Write ``value`` at ``index`` of the array at ``key``."""
-        batch = target_batch_size(self._batch_size, index)
-        self._set_at_index(index, TensorDict({key: value}, batch_size=batch))
-        return self
-
-    def copy_(self, tensordict: TensorDictBase, non_blocking: bool = False) -> PersistentTensorDict:
-        """``update_`` from a TensorDict with the same keys."""
-        return self.update_(tensordict)
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
         """Everything read into an ordinary in-memory TensorDict."""
@@ -490,35 +415,6 @@ class PersistentTensorDict(TensorDictBase):
                 fields.append(f"{key}: {type(peek).__name__}")
         return (f"PersistentTensorDict(batch_size={list(self._batch_size)}, "
                 f"filename={self.filename!r}, fields={{{', '.join(fields)}}})")
-
-
-def _in_memory_op(name: str) -> Callable[..., Any]:
-    """The in-place op ``name`` run on the data read into memory, then written back."""
-    def op(self: PersistentTensorDict, *args: Any, **kwargs: Any) -> PersistentTensorDict:
-        local = self.to_tensordict()
-        getattr(local, name)(*args, **kwargs)
-        self._write_back(local)
-        return self
-
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"``{name}`` of the data read into memory, written back to the file."
-    return op
-
-
-#: in-place ops that change values: computed in memory and written back
-IN_PLACE_OPS = (
-    "abs_", "acos_", "add_", "addcdiv_", "addcmul_", "asin_", "atan_", "bitwise_and_",
-    "bitwise_or_", "bitwise_xor_", "ceil_", "clamp_max_", "clamp_min_", "cos_",
-    "cosh_", "div_", "erf_", "erfc_", "exp_", "expm1_", "fill_", "floor_", "floor_divide_",
-    "frac_", "lerp_", "lgamma_", "log10_", "log1p_", "log2_", "log_", "masked_fill_",
-    "maximum_", "minimum_", "mod_", "mul_", "neg_", "pow_", "reciprocal_", "round_",
-    "sigmoid_", "sign_", "sin_", "sinh_", "sqrt_", "sub_", "tan_", "tanh_", "trunc_", "zero_",
-    "__iadd__", "__iand__", "__ifloordiv__", "__imod__", "__imul__", "__ior__", "__ipow__",
-    "__isub__", "__itruediv__", "__ixor__",
-)
-for _name in IN_PLACE_OPS:
-    setattr(PersistentTensorDict, _name, _in_memory_op(_name))
-del _name
 
 
 def _reopen(filename: str, backend: str, mode: str, batch_size: list[int], device: Any,
@@ -612,33 +508,5 @@ def _plan_indexed_writes(ptd: PersistentTensorDict, index: Any, value: Any,
             raise TypeError(f"cannot write non-tensor data at an index of {path!r}: a "
                             f"PersistentTensorDict stores one value per non-tensor entry")
         shape = torch.Size(batch + tuple(node.shape[len(ptd._batch_size):]))
-        try:
-            torch.broadcast_shapes(source.shape, shape)
-            if torch.broadcast_shapes(source.shape, shape) != shape:
-                raise RuntimeError
-        except RuntimeError:
-            raise RuntimeError(
-                f"shape mismatch writing {path!r} at {index!r}: the value has shape "
-                f"{tuple(source.shape)}, the indexed entry has shape {tuple(shape)}"
-            ) from None
+        check_fits(source.shape, shape, path, index)
         writes.append((write_rows, (ptd, node, index, source.expand(shape))))
-
-
-def _replace(tmp: str, filename: str) -> None:
-    if os.path.isdir(tmp):  # a Zarr store is a folder: swap it in
-        old = None
-        if os.path.exists(filename):
-            old = tmp + ".old"
-            os.replace(filename, old)
-        os.replace(tmp, filename)
-        if old is not None:
-            _remove(old)
-    else:
-        os.replace(tmp, filename)
-
-
-def _remove(path: str) -> None:
-    if os.path.isdir(path):
-        shutil.rmtree(path, ignore_errors=True)
-    elif os.path.exists(path):
-        os.unlink(path)

@@ -61,6 +61,9 @@ class ZarrFormat:
         return isinstance(node, zarr.Group)
 
     def write_array(self, group: zarr.Group, name: str, array: np.ndarray) -> zarr.Array:
+        if array.size > 1 and not any(array.strides):  # one value expanded: no chunk written
+            return group.create_array(name, shape=array.shape, dtype=array.dtype,
+                                      fill_value=array.flat[0])
         return group.create_array(name, data=array)
 
     def read(self, node: zarr.Array, selection: Any) -> np.ndarray:

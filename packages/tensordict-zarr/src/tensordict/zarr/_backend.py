@@ -22,6 +22,16 @@ class ZarrBackend:
 
         return from_zarr(path, **kwargs)
 
+    def from_schema(self, prototype: Any, *, device: Any = None, filename: Any = None,
+                    **kwargs: Any) -> Any:
+        """``TensorDict.from_schema(..., storage="zarr", filename=...)``: a new store of
+        zero-filled arrays (no chunk is written)."""
+        if filename is None:
+            raise TypeError("from_schema(storage='zarr') needs filename=")
+        from tensordict.zarr import to_zarr
+
+        return to_zarr(prototype, filename, device=device, **kwargs)
+
     def can_load(self, path: Any) -> bool:
         """Whether ``path`` is a folder holding a Zarr v3 group."""
         try:

@@ -1,0 +1,17 @@
+"""What storage plugins build on: the base of collections whose reads are copies
+(entries in a file, in a database), the helpers to read and write them by rows, and
+atomic writes of files and folders, and the zero prototype that ``from_schema`` hands
+to a backend.
+
+>>> from tensordict.storage import WriteBackMixin, split_rows
+>>> import torch
+>>> split_rows(slice(2, None), torch.Size([5]))
+(slice(2, 5, 1), (slice(None, None, None),))
+"""
+
+from tensordict._atomic_file import atomic_write
+from tensordict._storage import zeros_prototype
+from tensordict._write_back import IN_PLACE_OPS, WriteBackMixin, check_fits, split_rows
+
+__all__ = ["IN_PLACE_OPS", "WriteBackMixin", "atomic_write", "check_fits", "split_rows",
+           "zeros_prototype"]
