@@ -1,0 +1,557 @@
+"""TensorDictStore: a TensorDict kept in a Redis server, shared by every process that
+opens it by its id.
+
+Every read and write goes to the server, in one round trip: ``store["obs"]`` is one
+pipelined fetch, ``store[10:20]`` fetches those rows of every leaf together (byte ranges
+of the stored tensors), ``store[i] = step`` writes them together in one transaction, after
+checking every key and shape. Nested keys are stored flat (``"next.reward"``), so a
+sub-TensorDict is a view of the same store.
+
+Example:
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> from tensordict.store import TensorDictStore
+    >>> store = TensorDictStore.from_tensordict(  # doctest: +SKIP
+    ...     TensorDict(obs=torch.zeros(4, 3), batch_size=[4]), host="127.0.0.1")
+    >>> store[1] = TensorDict(obs=torch.ones(3))  # doctest: +SKIP
+    >>> other = TensorDictStore.from_store(host="127.0.0.1", td_id=store._td_id)  # doctest: +SKIP
+    >>> other["obs"][1]  # doctest: +SKIP
+    tensor([1., 1., 1.])
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from tensordict import NonTensorData, TensorDict, TensorDictBase, errors, is_tensor_collection
+from tensordict._metadata import LOCKED_BY_PARENT
+from tensordict.base import NO_DEFAULT
+from tensordict.storage import WriteBackMixin, check_fits, split_rows, zeros_prototype
+from tensordict.store import _codec
+from tensordict.store._codec import SEPARATOR
+from tensordict.store._connection import checked, connect, connection_kwargs
+
+STORE_BACKENDS = Literal["redis"]
+
+
+class _Shared:
+    """What a store and its sub-TensorDict views share: the client, the key space, the
+    metadata cache."""
+
+    def __init__(self, client: Any, prefix: str, td_id: str, cache_metadata: bool) -> None:
+        self.client, self.prefix, self.td_id = client, prefix, td_id
+        self.space = _codec.space(prefix, td_id)
+        self.cache_metadata = cache_metadata
+        self.meta: dict[str, dict[str, str]] = {}
+        self.keys: set[str] | None = None
+        self.closed = False
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError(f"the TensorDictStore {self.td_id!r} is closed")
+
+    def run(self, call: Callable[..., Any], *args: Any) -> Any:
+        self.check_open()
+        return checked(call, self.client, *args)
+
+    def pipeline(self, transaction: bool = False) -> Any:
+        return self.client.pipeline(transaction=transaction)
+
+    def leaf_keys(self) -> set[str]:
+        """The dotted keys of every leaf (cached with ``cache_metadata``)."""
+        self.check_open()
+        if self.keys is None or not self.cache_metadata:
+            members = self.run(self.client.smembers, self.space + "__keys__")
+            self.keys = {member.decode() for member in members}
+        return self.keys
+
+    def metas(self, keys: Sequence[str]) -> list[dict[str, str]]:
+        """The ``m:`` hashes of ``keys`` (fetched together; cached with ``cache_metadata``)."""
+        missing = [key for key in keys if key not in self.meta or not self.cache_metadata]
+        if missing:
+            pipe = self.pipeline()
+            for key in missing:
+                pipe.hgetall(self.space + "m:" + key)
+            for key, meta in zip(missing, self.run(pipe.execute)):
+                self.meta[key] = _codec.as_text(meta)
+        return [self.meta[key] for key in keys]
+
+    def forget(self, keys: Sequence[str], added: bool) -> None:
+        """Update the caches after this process wrote or deleted ``keys``."""
+        for key in keys:
+            self.meta.pop(key, None)
+        if self.keys is not None:
+            (self.keys.update if added else self.keys.difference_update)(keys)
+
+
+class TensorDictStore(WriteBackMixin, TensorDictBase):
+    """A TensorDict whose entries live in Redis (``host``/``port``/``db``, a
+    ``unix_socket_path``, or a ready ``client``).
+
+    Args:
+        prefix: the first part of every Redis key of the store.
+        batch_size: the batch size of a new store.
+        td_id: the id of an existing store to open (a new id when None).
+        device: the device of the tensors read.
+        cache_metadata: keep the keys and the shapes and dtypes of the leaves in this
+            process (other processes' new keys are then seen by a new instance).
+        **redis_kwargs: more arguments of ``redis.Redis`` (a dead server fails within
+            ``socket_timeout`` seconds, 5 by default).
+    """
+
+    def __init__(self, *, backend: STORE_BACKENDS = "redis", host: str = "localhost",
+                 port: int = 6379, db: int = 0, unix_socket_path: str | None = None,
+                 prefix: str = "tensordict", batch_size: Sequence[int] | None = None,
+                 device: Any = None, client: Any = None, td_id: str | None = None,
+                 cache_metadata: bool = True, **redis_kwargs: Any) -> None:
+        if backend != "redis":
+            raise ValueError(f"unknown store backend {backend!r}: only 'redis' exists")
+        client = connect(host=host, port=port, db=db, unix_socket_path=unix_socket_path,
+                         client=client, **redis_kwargs)
+        shared = _Shared(client, prefix, td_id or str(uuid.uuid4()), cache_metadata)
+        self._init(shared, ())
+        if td_id is not None and batch_size is None:  # attach to an existing store
+            size, stored_device = shared.run(client.mget, shared.space + "__batch_size__",
+                                             shared.space + "__device__")
+            if size is None:
+                raise KeyError(f"no TensorDictStore with td_id {td_id!r} under prefix "
+                               f"{prefix!r} on this server")
+            self._batch_size = torch.Size(json.loads(size))
+            device = device if device is not None else (stored_device or b"").decode() or None
+        else:
+            self._batch_size = torch.Size(batch_size or [])
+            pipe = shared.pipeline(transaction=True)
+            pipe.set(shared.space + "__batch_size__", json.dumps(list(self._batch_size)))
+            pipe.set(shared.space + "__device__", "" if device is None else str(device))
+            shared.run(pipe.execute)
+        self._device = None if device is None else torch.device(device)
+
+    def _init(self, shared: _Shared, path: tuple[str, ...]) -> None:
+        self._shared, self._path = shared, path
+        self._is_locked = False
+        self._exit_stack: list[Any] | None = None
+
+    def _view(self, path: tuple[str, ...]) -> TensorDictStore:
+        view = TensorDictStore.__new__(TensorDictStore)
+        view._init(self._shared, path)
+        view._batch_size, view._device = self._batch_size, self._device
+        view._is_locked = LOCKED_BY_PARENT if self._is_locked else False
+        return view
+
+    # -- opening, closing ----------------------------------------------------------------
+    @classmethod
+    def from_tensordict(cls, td: TensorDictBase, *, backend: STORE_BACKENDS = "redis",
+                        host: str = "localhost", port: int = 6379, db: int = 0,
+                        unix_socket_path: str | None = None, prefix: str = "tensordict",
+                        device: Any = None, **kwargs: Any) -> TensorDictStore:
+        """A new store holding the entries of ``td`` (written in one transaction)."""
+        store = cls(backend=backend, host=host, port=port, db=db,
+                    unix_socket_path=unix_socket_path, prefix=prefix,
+                    batch_size=td.batch_size, device=device, **kwargs)
+        store._store_entries([(key, value) for key, value in _leaves(td)], replace=())
+        return store
+
+    @classmethod
+    def from_schema(cls, schema: Mapping[str, Any], *,
+                    batch_size: Sequence[int] | None = None, backend: STORE_BACKENDS = "redis",
+                    host: str = "localhost", port: int = 6379, db: int = 0,
+                    unix_socket_path: str | None = None, prefix: str = "tensordict",
+                    device: Any = None, **kwargs: Any) -> TensorDictStore:
+        """A new zero-filled store of ``schema`` (key -> ``(element_shape, dtype)``, or a
+        nested schema). The zeros are made by the server: nothing is built or sent."""
+        prototype = zeros_prototype(schema, torch.Size(batch_size or ()))
+        return cls.from_tensordict(prototype, backend=backend, host=host, port=port, db=db,
+                                   unix_socket_path=unix_socket_path, prefix=prefix,
+                                   device=device, **kwargs)
+
+    @classmethod
+    def from_store(cls, *, backend: STORE_BACKENDS = "redis", host: str = "localhost",
+                   port: int = 6379, db: int = 0, unix_socket_path: str | None = None,
+                   prefix: str = "tensordict", td_id: str, device: Any = None,
+                   **kwargs: Any) -> TensorDictStore:
+        """Open the existing store ``td_id`` (written by this or another process)."""
+        return cls(backend=backend, host=host, port=port, db=db,
+                   unix_socket_path=unix_socket_path, prefix=prefix, td_id=td_id,
+                   device=device, **kwargs)
+
+    def close(self) -> None:
+        """Close the connection; the data stays on the server (see :meth:`clear_redis`)."""
+        if not self._shared.closed:
+            self._shared.closed = True
+            self._shared.client.close()
+
+    def clear_redis(self) -> None:
+        """Delete every Redis key of this store from the server."""
+        shared = self._shared
+        keys = list(shared.run(shared.client.scan_iter, shared.space + "*"))
+        if keys:
+            shared.run(shared.client.delete, *keys)
+        shared.meta.clear()
+        shared.keys = set()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as where it lives: the receiving process connects itself."""
+        shared = self._shared
+        return _reconnect, (connection_kwargs(shared.client), shared.prefix, shared.td_id,
+                            self._path, self._device, shared.cache_metadata)
+
+    @property
+    def _td_id(self) -> str:
+        """The id other processes open this store by (``from_store(td_id=...)``)."""
+        return self._shared.td_id
+
+    # -- primitives --------------------------------------------------------------------
+    @property
+    def batch_size(self) -> torch.Size:
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: Sequence[int]) -> None:
+        if self._path:
+            raise RuntimeError("set the batch size of a TensorDictStore on the store, "
+                               "not on one of its sub-TensorDicts")
+        size = torch.Size(value)
+        keys = sorted(self._shared.leaf_keys())
+        for key, meta in zip(keys, self._shared.metas(keys)):
+            if not _codec.is_non_tensor(meta):
+                shape = _codec.shape_of(meta)
+                if shape[:len(size)] != size:
+                    raise errors.batch_mismatch(key, shape, size)
+        self._shared.run(self._shared.client.set, self._shared.space + "__batch_size__",
+                         json.dumps(list(size)))
+        self._batch_size = size
+
+    @property
+    def device(self) -> torch.device | None:
+        return self._device
+
+    @device.setter
+    def device(self, value: Any) -> None:
+        raise RuntimeError("the device of a TensorDictStore is set when it is opened "
+                           "(device=...); use .to(device) for an in-memory copy")
+
+    @property
+    def names(self) -> list[str | None]:
+        return [None] * len(self._batch_size)
+
+    @names.setter
+    def names(self, value: Any) -> None:
+        if value is not None and any(name is not None for name in value):
+            raise NotImplementedError("a TensorDictStore has no dim names")
+
+    _names = None
+
+    def _propagate_lock(self, locked: bool) -> None:
+        self._is_locked = locked
+
+    def _dotted(self, key: str) -> str:
+        return SEPARATOR.join((*self._path, key))
+
+    def _under(self, dotted: str | None = None) -> list[str]:
+        """The dotted keys of the leaves below this view (or below ``dotted``)."""
+        prefix = (dotted if dotted is not None else SEPARATOR.join(self._path))
+        if not prefix:
+            return sorted(self._shared.leaf_keys())
+        prefix += SEPARATOR
+        return sorted(key for key in self._shared.leaf_keys() if key.startswith(prefix))
+
+    def _keys_str(self) -> Iterator[str]:
+        depth = len(self._path)
+        seen: dict[str, None] = {}
+        for key in self._under():
+            seen.setdefault(key.split(SEPARATOR)[depth])
+        return iter(seen)
+
+    def _get_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
+        dotted = self._dotted(key)
+        shared = self._shared
+        if dotted in shared.leaf_keys():
+            (meta,) = shared.metas([dotted])
+            data = shared.run(shared.client.get, shared.space + "d:" + dotted)
+            return self._decode(meta, data)
+        if self._under(dotted):
+            return self._view((*self._path, key))
+        if default is NO_DEFAULT:
+            raise errors.missing_key(key, list(self._keys_str()))
+        return default
+
+    def _decode(self, meta: dict[str, str], data: bytes | None,
+                shape: torch.Size | None = None) -> Any:
+        if _codec.is_non_tensor(meta):
+            return _codec.decode_non_tensor(meta, data or b"null", self._batch_size,
+                                            self._device)
+        tensor = _codec.decode_tensor(meta, data, shape)
+        return tensor if self._device is None else tensor.to(self._device)
+
+    def _peek_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
+        dotted = self._dotted(key)
+        if dotted in self._shared.leaf_keys():
+            (meta,) = self._shared.metas([dotted])
+            if not _codec.is_non_tensor(meta):
+                return torch.empty(_codec.shape_of(meta), dtype=_codec.dtype_of(meta),
+                                   device="meta")
+        return self._get_str(key, default)
+
+    # -- writes ------------------------------------------------------------------------
+    def _check_writable(self, key: Any) -> None:
+        if self._is_locked:
+            raise errors.locked("modify", key)
+
+    def _validate_value(self, value: Any, key: Any, non_blocking: bool = False) -> Any:
+        """``value`` as it will be stored; raises if it does not fit the batch size."""
+        if isinstance(value, dict):
+            value = TensorDict(value, batch_size=self._batch_size)
+        elif isinstance(value, (np.ndarray, int, float, bool)):
+            value = torch.as_tensor(value)
+        elif not isinstance(value, torch.Tensor) and not is_tensor_collection(value):
+            return value
+        if getattr(value, "_is_non_tensor", False):
+            return value
+        shape = value.shape if isinstance(value, torch.Tensor) else value.batch_size
+        batch = self._batch_size
+        if tuple(shape[:len(batch)]) != tuple(batch):
+            raise errors.batch_mismatch(key, shape, batch)
+        return value
+
+    def _set_str(self, key: str, value: Any, *, inplace: bool, validated: bool,
+                 non_blocking: bool = False) -> TensorDictStore:
+        self._check_writable(key)
+        if SEPARATOR in key:
+            raise ValueError(f"a key of a TensorDictStore cannot contain {SEPARATOR!r} "
+                             f"(nested keys are stored joined with it): got {key!r}")
+        if not validated:
+            value = self._validate_value(value, key)
+        if isinstance(value, TensorDictStore) and value._shared is self._shared and \
+                value._path == (*self._path, key):
+            return self
+        dotted = self._dotted(key)
+        if is_tensor_collection(value) and not getattr(value, "_is_non_tensor", False):
+            entries = [(SEPARATOR.join((dotted, sub)), leaf) for sub, leaf in _leaves(value)]
+        else:
+            entries = [(dotted, value)]
+        self._store_entries(entries, replace=(dotted,))
+        return self
+
+    def _store_entries(self, entries: list[tuple[str, Any]], replace: Sequence[str]) -> None:
+        """Write ``(dotted key, value)`` leaves in one transaction, deleting first the
+        leaves at or below the keys of ``replace``."""
+        shared = self._shared
+        old = [key for dotted in replace for key in
+               ([dotted] if dotted in shared.leaf_keys() else []) + self._under(dotted)]
+        encoded = []
+        for key, value in entries:
+            if isinstance(value, torch.Tensor) and _is_expanded_zero(value):
+                meta = _codec.encode_tensor(value[(0,) * value.dim()])[0]
+                meta["shape"] = json.dumps(list(value.shape))
+                encoded.append((key, meta, _Zeros(value.numel() * value.element_size())))
+            elif isinstance(value, torch.Tensor):
+                encoded.append((key, *_codec.encode_tensor(value)))
+            else:
+                if not getattr(value, "_is_non_tensor", False):
+                    value = NonTensorData(value, batch_size=self._batch_size)
+                encoded.append((key, *_codec.encode_non_tensor(value, key)))
+        pipe = shared.pipeline(transaction=True)
+        space = shared.space
+        for key in old:
+            pipe.delete(space + "d:" + key, space + "m:" + key)
+        if old:
+            pipe.srem(space + "__keys__", *old)
+        for key, meta, data in encoded:
+            pipe.delete(space + "m:" + key, space + "d:" + key)
+            if isinstance(data, _Zeros):  # the server pads with zero bytes up to the offset
+                if data.size:
+                    pipe.setrange(space + "d:" + key, data.size - 1, b"\0")
+            else:
+                pipe.set(space + "d:" + key, data)
+            pipe.hset(space + "m:" + key, mapping=meta)
+        if encoded:
+            pipe.sadd(space + "__keys__", *[key for key, _, _ in encoded])
+        shared.run(pipe.execute)
+        shared.forget(old, added=False)
+        shared.forget([key for key, _, _ in encoded], added=True)
+
+    def _del_str(self, key: str) -> None:
+        self._check_writable(key)
+        dotted = self._dotted(key)
+        if dotted not in self._shared.leaf_keys() and not self._under(dotted):
+            raise errors.missing_key(key, list(self._keys_str()))
+        self._store_entries([], replace=(dotted,))
+
+    def _parent_of(self, path: tuple[str, ...], create: bool) -> Any:
+        """The view holding ``path[-1]`` (views need no creating: keys are flat)."""
+        for depth in range(1, len(path)):
+            dotted = SEPARATOR.join((*self._path, *path[:depth]))
+            if dotted in self._shared.leaf_keys():
+                raise errors.KeyThroughLeafError(
+                    f"{path[depth - 1]!r} is a leaf, not a TensorDict, so it has no entry "
+                    f"{path[depth]!r} (writing {path!r}).")
+        if not create and len(path) > 1 and not self._under(
+                SEPARATOR.join((*self._path, *path[:-1]))):
+            raise errors.missing_key(path, list(self._keys_str()))
+        return self._view((*self._path, *path[:-1])) if len(path) > 1 else self
+
+    # -- rows --------------------------------------------------------------------------
+    def read(self, rows: Any = None) -> TensorDict:
+        """The leaves below this view read into an in-memory TensorDict, all of them in
+        one round trip: every row, or the ``rows`` of :func:`split_rows` (a slice or
+        sorted row numbers) read as byte ranges."""
+        shared, space = self._shared, self._shared.space
+        keys = self._under()
+        metas = shared.metas(keys)
+        batch = self._batch_size
+        if rows is not None:
+            count = len(range(*rows.indices(batch[0]))) if isinstance(rows, slice) else len(rows)
+            batch = torch.Size((count, *batch[1:]))
+        pipe = shared.pipeline()
+        plans = []
+        for key, meta in zip(keys, metas):
+            if rows is None or _codec.is_non_tensor(meta):
+                pipe.get(space + "d:" + key)
+                plans.append(1)
+                continue
+            size = _codec.row_bytes(meta)
+            ranges = _row_ranges(rows, self._batch_size[0])
+            for start, stop in ranges:
+                pipe.getrange(space + "d:" + key, start * size, stop * size - 1)
+            plans.append(len(ranges))
+        replies = iter(shared.run(pipe.execute))
+        out: dict[str, Any] = {}
+        depth = len(self._path)
+        for key, meta, count in zip(keys, metas, plans):
+            chunks = [next(replies) for _ in range(count)]
+            if _codec.is_non_tensor(meta):
+                value = self._decode(meta, chunks[0])
+                if rows is not None:
+                    value = value[rows if isinstance(rows, slice) else torch.from_numpy(rows)]
+            elif rows is None:
+                value = self._decode(meta, chunks[0])
+            else:
+                shape = torch.Size((batch[0], *_codec.shape_of(meta)[1:]))
+                value = self._decode(meta, b"".join(chunks), shape)
+            node = out
+            parts = key.split(SEPARATOR)[depth:]
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = value
+        return TensorDict(out, batch_size=batch, device=self._device)
+
+    def _index(self, index: Any) -> TensorDictBase:
+        rows, rest = split_rows(index, self._batch_size)
+        return self.read(rows)[rest]
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, str) or (isinstance(index, tuple) and index and
+                                      all(isinstance(part, str) for part in index)):
+            value = self._get_path(index)
+            if getattr(value, "_is_non_tensor", False):
+                return value.tolist() if hasattr(value, "tensordicts") else value.data
+            return value
+        return self._index(index)
+
+    def _set_at_index(self, index: Any, value: Any) -> None:
+        """``store[index] = value``: every key and shape checked, then one transaction
+        writing byte ranges (rows of the first dim) or, for other indices, whole leaves."""
+        self._check_writable(index)
+        batch = self._indexed_batch(index)
+        if not is_tensor_collection(value):
+            value = TensorDict(dict(value), batch_size=batch)
+        shared = self._shared
+        depth_prefix = SEPARATOR.join(self._path)
+        writes = []
+        for sub, source in _leaves(value):
+            key = SEPARATOR.join((depth_prefix, sub)) if depth_prefix else sub
+            if key not in shared.leaf_keys():
+                raise errors.missing_key(sub, list(self._keys_str()))
+            (meta,) = shared.metas([key])
+            if _codec.is_non_tensor(meta) or not isinstance(source, torch.Tensor):
+                raise TypeError(f"cannot write non-tensor data at an index of {sub!r}: a "
+                                f"TensorDictStore stores one value per non-tensor entry")
+            shape = torch.Size((*batch, *_codec.shape_of(meta)[len(self._batch_size):]))
+            check_fits(source.shape, shape, sub, index)
+            writes.append((key, meta, source.expand(shape).to(_codec.dtype_of(meta))))
+        rows, rest = split_rows(index, self._batch_size)
+        direct = rows is not None and len(rest) == 1 and (
+            isinstance(rest[0], (int, slice)) or torch.equal(rest[0], torch.arange(len(rows))))
+        if not direct:  # read the leaves whole, write into them, write them back
+            current = self.read()
+            for key, _, source in writes:
+                current.get(tuple(key.split(SEPARATOR)[len(self._path):]))[index] = source
+            self._store_entries([(key, current.get(tuple(key.split(SEPARATOR)[
+                len(self._path):]))) for key, _, _ in writes], replace=())
+            return
+        pipe = shared.pipeline(transaction=True)
+        for key, meta, source in writes:
+            size = _codec.row_bytes(meta)
+            data = _codec.encode_tensor(source)[1]  # the rows, in order
+            offset = 0
+            for start, stop in _row_ranges(rows, self._batch_size[0]):
+                length = (stop - start) * size
+                if length:
+                    pipe.setrange(shared.space + "d:" + key, start * size,
+                                  data[offset:offset + length])
+                offset += length
+        shared.run(pipe.execute)
+
+    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
+        """Every entry read into an ordinary in-memory TensorDict (one round trip)."""
+        return self.read()
+
+    to_local = to_tensordict
+
+    def __repr__(self) -> str:
+        return (f"TensorDictStore(keys={list(self._keys_str())}, "
+                f"batch_size={self._batch_size}, device={self._device}, backend='redis', "
+                f"td_id={self._shared.td_id!r})")
+
+
+class _Zeros:
+    """``size`` zero bytes, made by the server rather than sent."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+def _is_expanded_zero(tensor: torch.Tensor) -> bool:
+    """A tensor of zeros expanded from one element (``from_schema``'s prototype)."""
+    return tensor.numel() > 1 and not any(tensor.stride()) and \
+        not tensor.requires_grad and tensor.reshape(-1)[0].item() == 0
+
+
+def _row_ranges(rows: Any, length: int) -> list[tuple[int, int]]:
+    """``rows`` (a slice or sorted row numbers) as ``(start, stop)`` runs of rows."""
+    if isinstance(rows, slice):
+        start, stop, step = rows.indices(length)
+        if step == 1:
+            return [(start, max(start, stop))]
+        return [(row, row + 1) for row in range(start, stop, step)]
+    runs: list[tuple[int, int]] = []
+    for row in rows.tolist():
+        if runs and runs[-1][1] == row:
+            runs[-1] = (runs[-1][0], row + 1)
+        else:
+            runs.append((row, row + 1))
+    return runs
+
+
+def _leaves(td: Any) -> Iterator[tuple[str, Any]]:
+    """``(dotted key, leaf)`` of every tensor and non-tensor leaf of ``td``."""
+    for key, value in td.items(True, True, is_leaf=_is_stored_leaf):
+        yield (key if isinstance(key, str) else SEPARATOR.join(key)), value
+
+
+def _is_stored_leaf(cls: type) -> bool:
+    return not issubclass(cls, TensorDictBase) or getattr(cls, "_is_non_tensor", False)
+
+
+def _reconnect(kwargs: Mapping[str, Any], prefix: str, td_id: str, path: tuple[str, ...],
+               device: Any, cache_metadata: bool) -> TensorDictStore:
+    store = TensorDictStore(prefix=prefix, td_id=td_id, device=device,
+                            cache_metadata=cache_metadata,
+                            **{k: v for k, v in kwargs.items() if v is not None})
+    return store._view(path) if path else store
