@@ -360,3 +360,43 @@ def test_stack_into_dense_out_checks_every_leaf_first():
     with pytest.raises(KeyError, match="'b'"):
         torch.stack(tds, 0, out=TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3]))
     assert out["a"].sum() == 0
+
+
+# -- a ragged lazy stack inside a TensorDict (TorchRL's heterogeneous envs) ---------------
+def _outer(value: float = 0.0) -> TensorDict:
+    parts = [TensorDict({"t": torch.full((2, 4), value), "c": torch.full((2, i + 1), value),
+                         "s": f"agent{i}"}, [2]) for i in range(3)]
+    return TensorDict({"lazy": lazy_stack(parts, dim=1), "state": torch.zeros(2, 3)}, [2])
+
+
+def test_indexing_the_holder_keeps_views_of_the_parts():
+    outer = _outer()
+    row = outer[0]
+    row["lazy"].tensordicts[2]["c"] += 1  # a view: reaches the stored part
+    assert outer["lazy"].tensordicts[2]["c"][0].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_update_in_place_through_the_holder():
+    target, source = _outer(), _outer(5.0)
+    target[1].update_(source[1], keys_to_update=[("lazy", "c"), "state"])
+    assert target["lazy"].tensordicts[1]["c"].tolist() == [[0.0, 0.0], [5.0, 5.0]]
+    assert target["lazy"].tensordicts[1]["t"].sum() == 0  # not asked for
+
+
+def test_items_yield_a_node_before_its_entries_lazily():
+    outer = _outer()
+    items = outer.items(True)
+    first_key, first_value = next(iter(items))
+    assert first_key == "lazy" and isinstance(first_value, LazyStackedTensorDict)
+    # a search stops at the node, before the ragged ("lazy", "c") is read (that would raise)
+    assert any(isinstance(value, LazyStackedTensorDict) for value in outer.values(True))
+    with pytest.raises(RuntimeError, match="'c'"):
+        list(outer.values(True))
+
+
+def test_filter_non_tensor_data_and_comparison_part_by_part():
+    outer = _outer()
+    filtered = outer.filter_non_tensor_data()
+    assert "s" not in filtered["lazy"].tensordicts[0].keys()
+    assert (outer == outer.clone()).all()
+    assert not (outer != outer.clone()).any()

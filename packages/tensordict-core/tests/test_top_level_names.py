@@ -20,9 +20,14 @@ from tensordict import (
     group_by,
     lazy_stack,
     pad_sequence,
-    tensorclass,
     unpad_sequence,
 )
+
+
+def _tensorclass():
+    """The decorator, when tensordict-tensorclass is installed (else the test skips)."""
+    return pytest.importorskip("tensordict.tensorclasses").tensorclass
+
 
 Pair = collections.namedtuple("Pair", ["x", "y"])
 
@@ -204,6 +209,8 @@ def test_group_by_non_tensor_entry():
 
 
 def test_group_by_tensorclass_and_lazy_stack():
+    tensorclass = _tensorclass()
+
     @tensorclass
     class Row:
         uid: torch.Tensor
@@ -300,6 +307,8 @@ def test_default_collate_stacks_tensordicts():
 
 
 def test_collate_tensorclass_keeps_type():
+    tensorclass = _tensorclass()
+
     @tensorclass
     class TC:
         x: torch.Tensor

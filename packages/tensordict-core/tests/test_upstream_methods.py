@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tensordict import LazyStackedTensorDict, TensorDict, tensorclass
+from tensordict import LazyStackedTensorDict, TensorDict
 
 
 def _td() -> TensorDict:
@@ -396,13 +396,14 @@ def test_named_apply_filters_with_nested_keys():
 
 
 # -- tensorclasses -------------------------------------------------------------------------
-@tensorclass
-class _Pair:
-    x: torch.Tensor
-    y: torch.Tensor = None
-
-
 def test_tensorclasses_forward_the_new_methods():
+    tensorclass = pytest.importorskip("tensordict.tensorclasses").tensorclass
+
+    @tensorclass
+    class _Pair:
+        x: torch.Tensor
+        y: torch.Tensor = None
+
     pair = _Pair(x=torch.ones(3, 2), y=torch.zeros(3), batch_size=[3])
     assert type(pair.new_zeros(5)) is _Pair and pair.new_zeros(5).x.shape == (5, 2)
     assert type(pair.quantile(0.5)) is _Pair

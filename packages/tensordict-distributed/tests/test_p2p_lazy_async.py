@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 import torch
 
 from tensordict import TensorDict, lazy_stack
@@ -21,15 +22,20 @@ _SCRIPT = textwrap.dedent('''
     import asyncio, datetime, json, sys
     import torch
     import torch.distributed as dist
-    from tensordict import TensorClass, TensorDict, lazy_stack
+    from tensordict import TensorDict, lazy_stack
     from tensordict.distributed import StructureMismatchError
 
     scenario, rank, store = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 
 
-    class Step(TensorClass):
-        x: torch.Tensor
-        tag: str = "a"
+    def step_class():  # tensordict-tensorclass is needed by its scenarios only
+        from tensordict import TensorClass
+
+        class Step(TensorClass):
+            x: torch.Tensor
+            tag: str = "a"
+
+        return Step
 
 
     def ragged(fill, tags=("p", "q"), big=False):
@@ -75,6 +81,8 @@ _SCRIPT = textwrap.dedent('''
 
 
     def lazy_tensorclass():
+        Step = step_class()
+
         def steps(fill):
             return lazy_stack([Step(x=torch.full((2,), fill)), Step(x=torch.full((3,), fill),
                                                                    tag="b")])
@@ -107,6 +115,8 @@ _SCRIPT = textwrap.dedent('''
 
 
     def coroutines():
+        Step = step_class()
+
         async def main():
             if rank == 0:
                 sent = [await TensorDict(a=torch.ones(3)).asend(1),
@@ -179,6 +189,7 @@ def test_nested_lazy_stack_round_trips(tmp_path):
 
 
 def test_lazy_stack_of_tensorclasses_round_trips(tmp_path):
+    pytest.importorskip("tensordict.tensorclasses")
     _, got = run_pair(tmp_path, "lazy_tensorclass")
     assert got == {"x": [[1.0, 1.0], [1.0, 1.0, 1.0]], "tag": ["c", "d"]}
 
@@ -191,6 +202,7 @@ def test_lazy_stack_mismatch_is_reported_not_hung(tmp_path):
 
 
 def test_asend_arecv_move_tensordicts_stacks_and_tensorclasses(tmp_path):
+    pytest.importorskip("tensordict.tensorclasses")
     sent, got = run_pair(tmp_path, "coroutines")
     assert sent == [None, None, None]
     assert got == {"returned": [True, True, True], "td": [1.0] * 3, "stack": ["x", "y"],

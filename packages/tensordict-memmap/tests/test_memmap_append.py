@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import tensordict
-from tensordict import LazyStackedTensorDict, NonTensorData, NonTensorStack, TensorDict, tensorclass
+from tensordict import LazyStackedTensorDict, NonTensorData, NonTensorStack, TensorDict
 from tensordict.memmap import _append
 
 
@@ -59,6 +59,8 @@ def test_append_lazy_stack_and_no_rows(tmp_path):
 
 
 def test_append_tensorclass(tmp_path):
+    tensorclass = pytest.importorskip("tensordict.tensorclasses").tensorclass
+
     @tensorclass
     class Rows:
         x: torch.Tensor

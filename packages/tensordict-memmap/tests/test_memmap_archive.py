@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import tensordict
-from tensordict import NonTensorData, TensorDict, tensorclass
+from tensordict import NonTensorData, TensorDict
 from tensordict.memmap import _archive
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -237,6 +237,8 @@ def test_folder_load_mode_and_subpath(tmp_path):
 
 
 def test_tensorclass_and_empty_leaves(tmp_path):
+    tensorclass = pytest.importorskip("tensordict.tensorclasses").tensorclass
+
     @tensorclass
     class Pair:
         x: torch.Tensor

@@ -7,13 +7,7 @@ import dataclasses
 import pytest
 import torch
 
-from tensordict import LazyStackedTensorDict, NonTensorData, PackLayout, TensorDict, tensorclass
-
-
-@tensorclass
-class Pair:
-    x: torch.Tensor
-    y: torch.Tensor
+from tensordict import LazyStackedTensorDict, NonTensorData, PackLayout, TensorDict
 
 
 def _td() -> TensorDict:
@@ -87,6 +81,13 @@ def test_pack_into_a_layout():
 
 
 def test_tensorclasses_nested_batch_sizes_and_edge_cases():
+    tensorclass = pytest.importorskip("tensordict.tensorclasses").tensorclass
+
+    @tensorclass
+    class Pair:
+        x: torch.Tensor
+        y: torch.Tensor
+
     pair = Pair(x=torch.zeros(4, 2), y=torch.ones(4), batch_size=[4])
     flat, layout = pair.pack()
     assert layout.cls is Pair and isinstance(layout.unpack(flat), Pair)

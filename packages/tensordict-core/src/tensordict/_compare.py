@@ -11,7 +11,7 @@ Example:
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from numbers import Number
 from typing import Any
 
@@ -58,19 +58,33 @@ def _binary_nested(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> Any:
     for key in td._keys_str():
         mine = td._get_str(key)
         theirs = other._get_str(key) if is_tensor_collection(other) else other
-        if isinstance(mine, classes.TensorDictBase) and not getattr(mine, "_is_non_tensor", False):
+        if isinstance(mine, classes.TensorDictBase) and not getattr(mine, "_is_non_tensor", False) \
+                and not isinstance(mine, classes.LazyStackedTensorDict):
             out[key] = _binary_nested(mine, theirs, op)
-        else:
+        else:  # a leaf, or a lazy stack: it compares part by part (ragged parts too)
             out[key] = op(mine, theirs)
-    return classes.TensorDict._new_unsafe(out, td.batch_size, td.device,
+    return classes.TensorDict._from_entries(out, td.batch_size, td.device,
                                           getattr(td, "_names", None))
 
 
+def _truth_flags(td: Any, reducer: str) -> Iterator[bool]:
+    """``all()``/``any()`` of each tensor leaf; a lazy stack reduces itself, part by part
+    (its parts may differ in shape)."""
+    for key in td._keys_str():
+        value = td._get_str(key)
+        if getattr(value, "_is_non_tensor", False):
+            continue
+        if isinstance(value, classes.TensorDictBase) and \
+                not isinstance(value, classes.LazyStackedTensorDict):
+            yield from _truth_flags(value, reducer)
+        else:
+            yield bool(getattr(value if is_tensor_collection(value) else torch.as_tensor(value),
+                               reducer)())
+
+
 def _reduce_truth(td: Any, reducer: str, dim: int | None) -> Any:
-    leaves = list(td.values(True, True))
     if dim is None:
-        flags = [bool(getattr(torch.as_tensor(v), reducer)()) for v in leaves
-                 if not getattr(v, "_is_non_tensor", False)]
+        flags = _truth_flags(td, reducer)
         return all(flags) if reducer == "all" else any(flags)
     ndim = len(td.batch_size)
     if not -ndim <= dim < ndim:

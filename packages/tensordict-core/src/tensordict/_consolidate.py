@@ -355,7 +355,7 @@ def rebuild(metadata: dict[str, Any], storage: _Tensor,
         if key not in _RESERVED:
             entries[key] = rebuild(sub, storage, typed_views)
     names = info.get("names")
-    td = classes.TensorDict._new_unsafe(
+    td = classes.TensorDict._from_entries(
         entries, torch.Size(info["batch_size"]), as_device(info.get("device")),
         tuple(names) if names and any(n is not None for n in names) else None)
     if cls.__class__ is str and ":" not in cls:  # a TensorDict-like class: a TensorDict

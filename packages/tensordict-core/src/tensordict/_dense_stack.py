@@ -89,7 +89,7 @@ def _stack_levels(tds: list[Any], dim: int) -> Any:
     entries = {key: flat._get_str(key, None) for key in keys}
     for key in nested:
         entries[key] = _stack_levels([td._get_str(key) for td in tds], dim)
-    return classes.TensorDict._new_unsafe(entries, flat.batch_size, flat.device, flat._names)
+    return classes.TensorDict._from_entries(entries, flat.batch_size, flat.device, flat._names)
 
 
 def _is_node(value: Any) -> bool:

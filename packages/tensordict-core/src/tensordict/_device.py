@@ -133,7 +133,7 @@ class DeviceMixin:
                 value = value.to_tensordict(retain_none=retain_none)
             entries[key] = value
         names = tuple(self.names)
-        return classes.TensorDict._new_unsafe(entries, self.batch_size, self.device,
+        return classes.TensorDict._from_entries(entries, self.batch_size, self.device,
                                               names if any(n is not None for n in names)
                                               else None)
 

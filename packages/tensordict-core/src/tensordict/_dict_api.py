@@ -116,7 +116,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
         return node, len(path) - 1
 
     def _empty_child(self) -> Any:
-        return classes.TensorDict._new_unsafe({}, self.batch_size, self.device,
+        return classes.TensorDict._from_entries({}, self.batch_size, self.device,
                                               getattr(self, "_names", None))
 
     # -- reading -------------------------------------------------------------------------
@@ -503,7 +503,11 @@ class DictMixin(RestructureMixin, MetadataMixin):
         items = []
         for key, value in _flat_items(source):
             if wanted is not None and unravel_key(key) not in wanted:
-                continue
+                if not isinstance(value, classes.LazyStackedTensorDict):
+                    continue
+                value = _select_below(value, key_to_path(key), wanted)
+                if value is None:
+                    continue
             path = key_to_path(key)
             parent = self._existing_parent(path)  # raises KeyError naming the missing key
             if clone and isinstance(value, torch.Tensor):
@@ -541,12 +545,35 @@ def _is_mapping_like(value: Any) -> bool:
 
 
 def _flat_items(source: Any) -> Iterable[tuple[NestedKey, Any]]:
-    if isinstance(source, classes.TensorDictBase):
+    """The leaves of ``source`` by nested key; a lazy stack below the root is one entry
+    (it writes itself, part by part: its parts may differ in shape)."""
+    if isinstance(source, classes.LazyStackedTensorDict):
         return source.items(True, True, is_leaf=is_leaf_nontensor)
+    if isinstance(source, classes.TensorDictBase):
+        return _leaves_and_lazy_nodes(source, ())
     out: list[tuple[NestedKey, Any]] = []
     for key, value in source.items():
         if isinstance(value, Mapping):
             out += [((key, *key_to_path(k)), v) for k, v in _flat_items(value)]
         else:
             out.append((key, value))
+    return out
+
+
+def _select_below(stack: Any, path: tuple[str, ...], wanted: set[Any]) -> Any:
+    """The part of the lazy stack at ``path`` that ``wanted`` keys name (None if none)."""
+    below = [key[len(path):] for key in wanted
+             if isinstance(key, tuple) and key[:len(path)] == path and len(key) > len(path)]
+    return stack.select(*below, strict=False) if below else None
+
+
+def _leaves_and_lazy_nodes(td: Any, prefix: tuple[str, ...]) -> list[tuple[NestedKey, Any]]:
+    out: list[tuple[NestedKey, Any]] = []
+    for key, value in td.items():
+        name = prefix + (key,) if prefix else key
+        if is_tensor_collection(value) and not getattr(value, "_is_non_tensor", False) and \
+                not isinstance(value, classes.LazyStackedTensorDict):
+            out += _leaves_and_lazy_nodes(value, prefix + (key,))
+        else:
+            out.append((name, value))
     return out

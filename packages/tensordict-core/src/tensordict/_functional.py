@@ -71,7 +71,7 @@ class FunctionalMixin:
         """
         if use_state_dict:
             flat = module.state_dict(keep_vars=True)
-            out = classes.TensorDict._new_unsafe({}, _SIZE0)
+            out = classes.TensorDict._from_entries({}, _SIZE0)
             for name, tensor in flat.items():
                 out.set(tuple(name.split(".")), tensor)
         else:
@@ -204,7 +204,7 @@ def _module_tensordict(module: nn.Module) -> Any:
             sub = _module_tensordict(child)
             if sub._tensordict:
                 entries[name] = sub
-    out = classes.TensorDict._new_unsafe(entries, _SIZE0)
+    out = classes.TensorDict._from_entries(entries, _SIZE0)
     # a module that is a TensorDict too (TensorDictParams) names its tensors by dotted path
     return out.unflatten_keys(".") if isinstance(module, classes.TensorDictBase) else out
 
@@ -326,7 +326,7 @@ class _Swap:
         if not self.keep:
             return None
         # a module met twice (shared submodule) keeps the tensors it had the first time
-        return self.memo.setdefault(id(module), td_cls._new_unsafe(swapped, _SIZE0))
+        return self.memo.setdefault(id(module), td_cls._from_entries(swapped, _SIZE0))
 
 
 def _undo(log: list[tuple[Any, str, _Tensor, _Tensor | None]]) -> None:

@@ -158,7 +158,7 @@ class LazyStackedTensorDict(RaggedShapeMixin, LazyDictMixin, DensifyMixin, MapMi
         self.hook_in: Callable[[_Tensor], _Tensor] | None = None
 
     @classmethod
-    def _new_unsafe(cls, parts: list[Any], stack_dim: int,
+    def _from_entries(cls, parts: list[Any], stack_dim: int,
                     stack_dim_name: str | None = None) -> LazyStackedTensorDict:
         """Stack ``parts`` (of the same number of batch dims) without checks."""
         self = object.__new__(cls)
@@ -339,13 +339,13 @@ class LazyStackedTensorDict(RaggedShapeMixin, LazyDictMixin, DensifyMixin, MapMi
             merged = merged_non_tensor(values, torch.Size(size), False)
             if merged is not None:
                 return merged
-            return classes.NonTensorStack._new_unsafe(values, self._stack_dim)
+            return classes.NonTensorStack._from_entries(values, self._stack_dim)
         kind = type(first)
         if getattr(kind, "_is_tensorclass", False) and all(type(v) is kind for v in values):
             parts = [value._tensordict for value in values]
-            return kind._from_tensordict(LazyStackedTensorDict._new_unsafe(parts,
+            return kind._from_tensordict(LazyStackedTensorDict._from_entries(parts,
                                                                            self._stack_dim))
-        stack = LazyStackedTensorDict._new_unsafe(values, self._stack_dim)
+        stack = LazyStackedTensorDict._from_entries(values, self._stack_dim)
         if self._is_locked:  # a view of locked parts: unlocked only with this stack
             stack._is_locked = LOCKED_BY_PARENT
         return stack
@@ -525,7 +525,7 @@ class LazyStackedTensorDict(RaggedShapeMixin, LazyDictMixin, DensifyMixin, MapMi
         """An empty sub-stack whose parts are new empty sub-TensorDicts of the parts."""
         if not self.tensordicts:
             return super()._empty_child()
-        return LazyStackedTensorDict._new_unsafe(
+        return LazyStackedTensorDict._from_entries(
             [td._empty_child() for td in self.tensordicts], self._stack_dim)
 
     # -- indexing ------------------------------------------------------------------------------
@@ -577,7 +577,7 @@ class LazyStackedTensorDict(RaggedShapeMixin, LazyDictMixin, DensifyMixin, MapMi
                                  f"batch size {self._batch_size}: its size is unknown")
             return self._apply_nest(lambda x: x[parts], batch_size=indexed_batch_size(
                 self._batch_size, parts))
-        return type(self)._new_unsafe(pieces, out_dims)
+        return type(self)._from_entries(pieces, out_dims)
 
     def _set_at_index(self, index: Any, value: Any) -> None:
         self._plan_at_index(index, value).run()
@@ -646,7 +646,7 @@ class LazyStackedTensorDict(RaggedShapeMixin, LazyDictMixin, DensifyMixin, MapMi
             return type(self)(batch_size=self._batch_size, stack_dim=sd)
         results = [td._empty_child() if result is None else result
                    for td, result in zip(self.tensordicts, results)]
-        out = type(self)._new_unsafe(results, sd, self._stack_dim_name)
+        out = type(self)._from_entries(results, sd, self._stack_dim_name)
         if names is not NO_DEFAULT:
             out._stack_dim_name = None if names is None else list(names)[sd]
         return out

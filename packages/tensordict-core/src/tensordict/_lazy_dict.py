@@ -52,7 +52,7 @@ class LazyDictMixin:
     def _each(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """A lazy stack of ``part.<method>(*args, **kwargs)`` for every part."""
         results = [getattr(td, method)(*args, **kwargs) for td in self.tensordicts]
-        return type(self)._new_unsafe(results, self.stack_dim, self._stack_dim_name)
+        return type(self)._from_entries(results, self.stack_dim, self._stack_dim_name)
 
     def _each_(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Call ``part.<method>(*args, **kwargs)`` on every part; returns self."""
@@ -251,7 +251,7 @@ class LazyDictMixin:
             pieces = other.tensordicts
         else:
             return NotImplemented
-        return type(self)._new_unsafe([op(td, piece) for td, piece in
+        return type(self)._from_entries([op(td, piece) for td, piece in
                                        zip(self.tensordicts, pieces)], self.stack_dim)
 
     def __eq__(self, other: object) -> Any:  # type: ignore[override]
@@ -292,7 +292,7 @@ class LazyDictMixin:
         check_mask(self, mask, "masked_fill")
         pieces = [td.masked_fill(m, value)
                   for td, m in zip(self.tensordicts, self._split_mask(mask))]
-        return type(self)._new_unsafe(pieces, self._stack_dim, self._stack_dim_name)
+        return type(self)._from_entries(pieces, self._stack_dim, self._stack_dim_name)
 
     def _plan_masked_fill_(self, mask: torch.Tensor, value: float | bool) -> WritePlan:
         """:meth:`masked_fill_` in the parts, every part checked before the first fill."""
@@ -311,7 +311,7 @@ class LazyDictMixin:
             [other] * len(self.tensordicts)
         pieces = [td.where(c, o, pad=pad) for td, c, o in
                   zip(self.tensordicts, self._split_mask(condition), others)]
-        result = type(self)._new_unsafe(pieces, self._stack_dim, self._stack_dim_name)
+        result = type(self)._from_entries(pieces, self._stack_dim, self._stack_dim_name)
         if out is None:
             return result
         return out.update(result, update_batch_size=update_batch_size)

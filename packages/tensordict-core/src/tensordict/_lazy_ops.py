@@ -85,7 +85,7 @@ def restructure(stack: Any, fn: Callable[[_Tensor], Any], batch_size: torch.Size
         if bool((part == along).all()):
             pieces = [gather_part(stack.tensordicts[int(k)], within.select(dim, j))
                       for j, k in enumerate(along.reshape(-1).tolist())]
-            return type(stack)._new_unsafe(pieces, dim)
+            return type(stack)._from_entries(pieces, dim)
     return None
 
 
@@ -245,5 +245,5 @@ class DensifyMixin:
             else:
                 entry = self._stack_entry(key, values)
                 out[key] = entry if entry._is_non_tensor else entry._dense(ragged, device)
-        return classes.TensorDict._new_unsafe(out, self._batch_size, device, self._names)
+        return classes.TensorDict._from_entries(out, self._batch_size, device, self._names)
 

@@ -176,7 +176,7 @@ def _rebuild(td: Any, leaves: Iterator[_Tensor]) -> Any:
     dense = classes.TensorDict
     for key, entry in td._tensordict.items():
         out[key] = next(leaves) if entry.__class__ is _Tensor else _rebuild(entry, leaves)
-    return dense._new_unsafe(out, td._batch_size, td._device, td._names)
+    return dense._from_entries(out, td._batch_size, td._device, td._names)
 
 
 #: binary op name -> its (out-of-place, in-place) ``_foreach`` kernels

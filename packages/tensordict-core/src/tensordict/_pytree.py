@@ -234,7 +234,7 @@ def _unflatten(children: Any, context: _Context) -> Any:
         entries[key] = value if value.batch_size == batch_size else value._rebatch(batch_size)
     if names is not None and len(names) != len(batch_size):
         names = None
-    return context.cls._new_unsafe(entries, batch_size, context.device, names)
+    return context.cls._from_entries(entries, batch_size, context.device, names)
 
 
 def _flatten_lazy(td: Any) -> tuple[list[Any], tuple[int, torch.Size]]:

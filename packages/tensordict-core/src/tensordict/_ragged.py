@@ -21,7 +21,6 @@ Example:
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,8 +30,6 @@ from tensordict import errors
 from tensordict._collection import classes, is_tensor_collection
 from tensordict._shape_ops import _shape_args, _split_sizes, batch_dim
 from tensordict._stack import pad
-
-_BATCH_SIZE = operator.attrgetter("batch_size")
 
 
 def ragged_size(sizes: Sequence[torch.Size]) -> torch.Size:
@@ -65,7 +62,7 @@ def stacked_size(parts: Sequence[Any], stack_dim: int) -> torch.Size:
             i = next(i for i, td in enumerate(parts) if type(td) is kind)
             raise TypeError(f"a lazy stack holds tensor collections, got a {kind.__name__} "
                             f"at position {i}")
-    sizes = list(map(_BATCH_SIZE, parts))
+    sizes = [part.batch_size for part in parts]  # (dynamo traces no attrgetter)
     size = sizes[0]
     if sizes.count(size) != len(sizes):
         size = ragged_size(sizes)
@@ -93,7 +90,7 @@ def padded_parts(stack: Any, padding: float, mask_key: Any) -> Any:
         if mask_key is not None:
             mask = torch.ones(size, dtype=torch.bool, device=td.device)
             masks.append(torch.nn.functional.pad(mask, _torch_pads(amounts), value=False))
-    out = classes.LazyStackedTensorDict._new_unsafe(pads, stack.stack_dim).to_padded_tensor(
+    out = classes.LazyStackedTensorDict._from_entries(pads, stack.stack_dim).to_padded_tensor(
         padding)
     if mask_key is not None:
         out.set(mask_key, torch.stack(masks, stack.stack_dim))
@@ -137,7 +134,7 @@ class RaggedShapeMixin:
         dim %= len(size) + 1
         sd = self.stack_dim
         parts = [td.unsqueeze(dim if dim <= sd else dim - 1) for td in self.tensordicts]
-        return type(self)._new_unsafe(parts, sd + 1 if dim <= sd else sd)
+        return type(self)._from_entries(parts, sd + 1 if dim <= sd else sd)
 
     def squeeze(self, dim: int | None = None) -> Any:
         """Remove the batch dims of size 1 (all of them, or ``dim`` if it has size 1)."""
@@ -158,7 +155,7 @@ class RaggedShapeMixin:
         if dim == sd:
             return self.tensordicts[0]
         parts = [td.squeeze(dim if dim < sd else dim - 1) for td in self.tensordicts]
-        return type(self)._new_unsafe(parts, sd - 1 if dim < sd else sd)
+        return type(self)._from_entries(parts, sd - 1 if dim < sd else sd)
 
     def permute(self, *dims: Any) -> Any:
         """Reorder the batch dims: each part's dims are reordered, the stack dim moves.
@@ -180,7 +177,7 @@ class RaggedShapeMixin:
         sd = self.stack_dim
         part_order = [d if d < sd else d - 1 for d in order if d != sd]
         parts = [td.permute(part_order) for td in self.tensordicts]
-        return type(self)._new_unsafe(parts, order.index(sd))
+        return type(self)._from_entries(parts, order.index(sd))
 
     def transpose(self, dim0: int, dim1: int) -> Any:
         """Swap two batch dims (see :meth:`permute`)."""
@@ -246,7 +243,7 @@ class RaggedShapeMixin:
         del own[sd]
         parts = [td.expand(*lead, *(s if n == -1 else n for n, s in zip(own, td.batch_size)))
                  for td in self.tensordicts]
-        return type(self)._new_unsafe(parts, sd + len(lead))
+        return type(self)._from_entries(parts, sd + len(lead))
 
 
 def pad_nested_leaves(td: Any, padding: float, mask_key: Any) -> Any:

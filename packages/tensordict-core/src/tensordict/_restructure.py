@@ -111,7 +111,7 @@ class RestructureMixin:
     def _new_like_self(self, entries: dict[str, Any]) -> Any:
         """A TensorDict of ``entries`` (already valid here) with this batch size, device
         and names."""
-        return classes.TensorDict._new_unsafe(entries, self.batch_size, self.device,
+        return classes.TensorDict._from_entries(entries, self.batch_size, self.device,
                                               getattr(self, "_names", None))
 
     def _replace_contents(self, other: Any) -> Any:
@@ -208,7 +208,7 @@ class RestructureMixin:
               names: Any = None) -> Any:
         """A TensorDict with no leaves (keeping the sub-TensorDict structure with
         ``recurse=True``)."""
-        out = classes.TensorDict._new_unsafe(
+        out = classes.TensorDict._from_entries(
             {}, self.batch_size if batch_size is None else as_size(batch_size),
             self.device if device is NO_DEFAULT else device, getattr(self, "_names", None))
         if recurse:
@@ -221,9 +221,15 @@ class RestructureMixin:
         return out
 
     def filter_non_tensor_data(self) -> Any:
-        """A copy without non-tensor entries."""
-        return self.exclude(*(key for key, value in self.items(True, is_leaf=is_leaf_nontensor)
-                              if getattr(value, "_is_non_tensor", False)))
+        """A copy without non-tensor entries (each sub-collection filters its own: a lazy
+        stack part by part)."""
+        out = self.exclude(*(key for key in self._keys_str()
+                             if getattr(self._peek_str(key), "_is_non_tensor", False)))
+        for key in list(out._keys_str()):
+            value = out._get_str(key)
+            if is_sub_tensordict(value):
+                out._set_str(key, value.filter_non_tensor_data(), inplace=False, validated=True)
+        return out
 
     def filter_empty_(self) -> Any:
         """Drop sub-TensorDicts that hold no leaves; returns self."""

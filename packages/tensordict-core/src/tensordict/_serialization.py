@@ -177,7 +177,7 @@ class SerializationMixin:
                                        f"the state dict but {target.shape} here")
         sizes = {path: meta["batch_size"] for path, meta in metadata.items()
                  if "non_tensor" not in meta and "batch_size" in meta}
-        source = classes.TensorDict._new_unsafe({}, torch.Size(sizes.get("", ())))
+        source = classes.TensorDict._from_entries({}, torch.Size(sizes.get("", ())))
         for path in sorted((p for p in sizes if p), key=lambda p: p.count(".")):
             source.set(tuple(path.split(".")), classes.TensorDict(batch_size=sizes[path]))
         for path, tensor in tensors.items():

@@ -237,7 +237,7 @@ class _IndexWriter:
             else:
                 if target is None:
                     size = self.batch_size + source.batch_size[value_ndim:]
-                    target = classes.TensorDict._new_unsafe({}, size, td.device, None)
+                    target = classes.TensorDict._from_entries({}, size, td.device, None)
                     self.attach(td, key, target)
                 elif isinstance(target, torch.Tensor) or getattr(target, "_is_non_tensor", False):
                     raise RuntimeError(f"cannot write a {type(source).__name__} into the entry "

@@ -102,7 +102,7 @@ def _restructure_parts(td: Any, whole: Callable[[_Tensor], Sequence[_Tensor]],
         for out, piece in zip(outs, pieces):
             out[key] = piece
     names = None if names is None or all(n is None for n in names) else tuple(names)
-    return tuple(classes.TensorDict._new_unsafe(out, size, td.device, names)
+    return tuple(classes.TensorDict._from_entries(out, size, td.device, names)
                  for out, size in zip(outs, sizes))
 
 

@@ -107,7 +107,7 @@ def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor]
                                 lazy_op)
     if names is not None:
         names = None if all(n is None for n in names) else tuple(names)
-    return classes.TensorDict._new_unsafe(out, batch_size, device, names)
+    return classes.TensorDict._from_entries(out, batch_size, device, names)
 
 
 def _key_mismatch(parts: list[dict[str, Any]], path: tuple[str, ...]) -> StackMismatchError:
@@ -278,7 +278,7 @@ def stack_lazy(stacks: Sequence[Any], dim: int,
     part_dim = dim if dim <= sd else dim - 1
     parts = [stack_parts(list(group), part_dim)
              for group in zip(*(s.tensordicts for s in stacks))]
-    return classes.LazyStackedTensorDict._new_unsafe(parts, sd + 1 if dim <= sd else sd)
+    return classes.LazyStackedTensorDict._from_entries(parts, sd + 1 if dim <= sd else sd)
 
 
 def cat_lazy(stacks: Sequence[Any], dim: int) -> Any:
@@ -302,7 +302,7 @@ def cat_lazy(stacks: Sequence[Any], dim: int) -> Any:
         return None
     part_dim = dim if dim < sd else dim - 1
     parts = [cat(list(group), part_dim) for group in zip(*(s.tensordicts for s in stacks))]
-    return classes.LazyStackedTensorDict._new_unsafe(parts, sd)
+    return classes.LazyStackedTensorDict._from_entries(parts, sd)
 
 
 def _cat_or_dense(stacks: list[Any], dim: int) -> Any:
@@ -337,7 +337,7 @@ def _plan_into(out: Any, result: Any, plan: WritePlan, path: tuple[str, ...]) ->
         else:
             leaves[key] = value
     if leaves:
-        source = classes.TensorDict._new_unsafe(leaves, result.batch_size, result.device, None)
+        source = classes.TensorDict._from_entries(leaves, result.batch_size, result.device, None)
         plan.extend(out._plan_update_(source, None, False, False))
 
 

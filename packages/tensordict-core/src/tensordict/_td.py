@@ -42,6 +42,7 @@ from tensordict._shapes import (
     masks_to_indices,
     normalize_index,
 )
+from tensordict._traverse import IndexLeaves
 from tensordict._unbatched import UnbatchedTensor
 
 _Tensor = torch.Tensor
@@ -123,7 +124,7 @@ class TensorDict(MapMixin, TensorDictBase):
             self.lock_()
 
     @classmethod
-    def _new_unsafe(
+    def _from_entries(
         cls,
         source: dict[str, Any],
         batch_size: torch.Size,
@@ -139,6 +140,36 @@ class TensorDict(MapMixin, TensorDictBase):
         self._is_locked = False
         self._exit_stack = None
         return self
+
+    @classmethod
+    def _new_unsafe(cls, source: Mapping[str, Any] | None = None,
+                    batch_size: Sequence[int] | torch.Size | int | None = None,
+                    device: Any = None, names: Sequence[str | None] | None = None,
+                    non_blocking: bool | None = None, lock: bool = False, nested: bool = True,
+                    **kwargs: Any) -> TensorDict:
+        """Upstream's constructor without the batch-size checks, as TorchRL calls it:
+        tensors and collections are stored as they are, nested dicts become
+        TensorDicts (with ``nested=True``), anything else is converted as ``set`` does.
+
+        >>> td = TensorDict._new_unsafe({"m": {"0": torch.zeros(2)}}, torch.Size([2]))
+        >>> td["m", "0"]
+        tensor([0., 0.])
+        """
+        entries = dict(source or {}, **kwargs)
+        size = as_size(batch_size if batch_size is not None else ())
+        device = as_device(device) if device is not None else None
+        out = cls._from_entries({}, size, device, tuple(names) if names else None)
+        for key, value in entries.items():
+            if value.__class__ is dict and nested:
+                value = cls._new_unsafe(value, size, device, nested=True)
+            elif device is not None and isinstance(value, torch.Tensor) and \
+                    value.device != device:
+                value = value.to(device, non_blocking=bool(non_blocking))
+            if isinstance(value, torch.Tensor) or is_tensor_collection(value):
+                out._tensordict[key] = value
+            else:
+                out._set_str(key, value, inplace=False, validated=False)
+        return out.lock_() if lock else out
 
     # -- metadata ----------------------------------------------------------------------
     @property
@@ -425,12 +456,12 @@ class TensorDict(MapMixin, TensorDictBase):
         batch = self._batch_size
         if index.__class__ is int and batch and -batch[0] <= index < batch[0]:
             names = self._names and self._names[1:]
-            return self._map_leaves(lambda x: x[index], batch[1:],
+            return self._map_leaves(IndexLeaves(index), batch[1:],
                                     names if names and any(names) else None, NO_DEFAULT,
                                     False)
         if index.__class__ is slice and batch:  # a slice keeps every dim and its name
             batch_size = torch.Size((len(range(*index.indices(batch[0]))), *batch[1:]))
-            return self._map_leaves(lambda x: x[index], batch_size, NO_DEFAULT, NO_DEFAULT,
+            return self._map_leaves(IndexLeaves(index), batch_size, NO_DEFAULT, NO_DEFAULT,
                                     False)
         try:
             parts = masks_to_indices(normalize_index(index, batch))
@@ -443,7 +474,7 @@ class TensorDict(MapMixin, TensorDictBase):
         names = self._indexed_names(parts) if self._names is not None else None
         if len(parts) == 1:
             parts = parts[0]
-        return self._map_leaves(lambda x: x[parts], batch_size, names, NO_DEFAULT, False)
+        return self._map_leaves(IndexLeaves(parts), batch_size, names, NO_DEFAULT, False)
 
     def _indexed_names(self, parts: Any) -> tuple[str | None, ...] | None:
         """Dim names after indexing: ints drop a name, None/True/False add an unnamed dim,

@@ -35,6 +35,23 @@ from tensordict._unbatched import UnbatchedTensor
 _Tensor = torch.Tensor
 
 
+class IndexLeaves:
+    """``x[index]`` for each tensor leaf, as a function the traversal recognises: a
+    sub-collection of another kind is indexed as a whole (``index`` holds no ``...``).
+
+    >>> IndexLeaves(1)(torch.arange(3))
+    tensor(1)
+    """
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
+
+    def __call__(self, tensor: _Tensor) -> Any:
+        return tensor[self.index]
+
+
 class TraverseMixin:
     """The traversal (for classes storing entries in ``self._tensordict``)."""
 
@@ -138,7 +155,7 @@ class TraverseMixin:
         if inplace:
             return self
         names = _result_names(names, self._names, batch_size, parent_ndim)
-        return type(self)._new_unsafe(
+        return type(self)._from_entries(
             out,
             self._batch_size if batch_size is None else batch_size,
             self._device if device is NO_DEFAULT else device,
@@ -174,6 +191,8 @@ class TraverseMixin:
                     if value.__class__ is own_class:
                         new = value._map_leaves(fn, child_size, child_names, device,
                                                 filter_empty, prefix + (key,), check_shapes)
+                    elif type(fn) is IndexLeaves:  # a lazy stack keeps views of its
+                        new = value[fn.index]          # parts, a file reads only the rows
                     else:
                         new = value._apply_nest(fn, batch_size=child_size, names=child_names,
                                                 device=device, filter_empty=filter_empty,
@@ -186,7 +205,7 @@ class TraverseMixin:
         if not out and _filtered(filter_empty, bool(self._tensordict)):
             return None
         names = _result_names(names, self._names, batch_size, parent_ndim)
-        return own_class._new_unsafe(
+        return own_class._from_entries(
             out,
             self._batch_size if batch_size is None else batch_size,
             self._device if device is NO_DEFAULT else device,

@@ -154,11 +154,11 @@ class TypedTensorDict(TensorDict):
             raise TypeError(f"{where} missing required field(s): {', '.join(missing)}")
 
     @classmethod
-    def _new_unsafe(cls, source: dict[str, Any], batch_size: torch.Size,
+    def _from_entries(cls, source: dict[str, Any], batch_size: torch.Size,
                     device: torch.device | None = None,
                     names: tuple[str | None, ...] | None = None) -> Any:
         """The results of TensorDict operations keep the class."""
-        out = TensorDict._new_unsafe(source, batch_size, device, names)
+        out = TensorDict._from_entries(source, batch_size, device, names)
         typed = object.__new__(cls)
         for slot in TensorDict.__slots__[:-1]:  # every slot but __weakref__
             object.__setattr__(typed, slot, getattr(out, slot))
@@ -170,11 +170,11 @@ class TypedTensorDict(TensorDict):
         """``torch.stack``, ``torch.cat``... of instances keep the class."""
         out = super().__torch_function__(func, types, args, kwargs)
         if type(out) is TensorDict:
-            return cls._new_unsafe(out._tensordict, out.batch_size, out.device, out._names)
+            return cls._from_entries(out._tensordict, out.batch_size, out.device, out._names)
         return out
 
     def _new_like_self(self, entries: dict[str, Any]) -> Any:
-        return type(self)._new_unsafe(entries, self.batch_size, self.device, self._names)
+        return type(self)._from_entries(entries, self.batch_size, self.device, self._names)
 
     @classmethod
     def from_tensordict(cls, tensordict: TensorDictBase) -> Any:
@@ -192,4 +192,4 @@ class TypedTensorDict(TensorDict):
         """
         cls._check_required(tensordict.keys(), f"{cls.__name__}.from_tensordict()")
         td = tensordict if type(tensordict) is TensorDict else tensordict.to_tensordict()
-        return cls._new_unsafe(td._tensordict, td.batch_size, td.device, td._names)
+        return cls._from_entries(td._tensordict, td.batch_size, td.device, td._names)

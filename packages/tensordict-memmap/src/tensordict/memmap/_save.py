@@ -401,7 +401,7 @@ def _build(node: _Node, built: dict[Any, Any]) -> Any:
         from tensordict._td import TensorDict
 
         names = value.names
-        return TensorDict._new_unsafe(built, value.batch_size, _CPU,
+        return TensorDict._from_entries(built, value.batch_size, _CPU,
                                       tuple(names) if any(n is not None for n in names) else None)
     if node.kind == "lazy":
         kwargs = {"stack_dim": value.stack_dim}

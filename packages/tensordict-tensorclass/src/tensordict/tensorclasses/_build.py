@@ -90,7 +90,7 @@ def _make_init(cls: type, fields: list[dataclasses.Field]) -> Callable[..., None
     """The ``__init__`` of ``cls``: each field stored with its writer, plain tensors inline
     (the same checks as ``TensorDict.__init__``, nothing more)."""
     namespace: dict[str, Any] = {
-        "_new": TensorDict._new_unsafe, "_as_size": as_size, "_as_device": as_device,
+        "_new": TensorDict._from_entries, "_as_size": as_size, "_as_device": as_device,
         "_guard": _fields.guard_fast_fields,
         "_Tensor": _fields._Tensor, "_MISSING": _fields._MISSING,
     }
