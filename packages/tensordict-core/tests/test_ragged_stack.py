@@ -400,3 +400,12 @@ def test_filter_non_tensor_data_and_comparison_part_by_part():
     assert "s" not in filtered["lazy"].tensordicts[0].keys()
     assert (outer == outer.clone()).all()
     assert not (outer != outer.clone()).any()
+
+
+def test_densify_a_holder():
+    stack = lazy_stack([TensorDict(a=torch.zeros(2)), TensorDict(a=torch.ones(3))])
+    outer = TensorDict(lazy=stack, state=torch.arange(2.0), batch_size=[2])
+    dense = outer.densify()
+    assert type(dense) is TensorDict and dense["lazy", "a"].is_nested
+    assert "a: f32[-1]" in repr(dense)
+    assert torch.equal(dense["state"], outer["state"])

@@ -126,6 +126,23 @@ class TensorDictBase(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, Compar
             raise IndexError(f"Incompatible dim {dim} for tensordict with batch dims {ndim}.")
         return classes.LazyStackedTensorDict.lazy_stack(list(self.unbind(dim)), dim % ndim)
 
+    def densify(self, layout: torch.layout = torch.strided) -> Any:
+        """A copy in which every lazy stack is densified (entries of different shapes
+        become nested tensors of ``layout``); other entries are kept as they are.
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> stack = lazy_stack([TensorDict(a=torch.zeros(2)), TensorDict(a=torch.ones(3))])
+        >>> TensorDict(l=stack, batch_size=[2]).densify()["l", "a"].is_nested
+        True
+        """
+        out = self.copy()
+        for key in list(self._keys_str()):
+            value = self._get_str(key)
+            if is_tensor_collection(value) and not getattr(value, "_is_non_tensor", False):
+                out._set_str(key, value.densify(layout), inplace=False, validated=True)
+        return out
+
     def to_padded_tensor(self, padding: float = 0.0, mask_key: Any = None) -> Any:
         """A copy with every nested-tensor leaf padded with ``padding``; ragged batch dims
         (``-1``) take the padded sizes, and ``mask_key`` names the mask of the elements

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from tensordict._helpers import _shape
 from tensordict._nontensor import MetaData, NonTensorData
 from tensordict._options import get_printoptions
 from tensordict._unbatched import UnbatchedTensor
@@ -35,7 +36,8 @@ def _sizes(size: torch.Size) -> str:
 
 def _compact_entry(value: Any, batch_ndim: int, device: torch.device | None) -> str:
     if isinstance(value, torch.Tensor):
-        shape = value.shape if value.__class__ is UnbatchedTensor else value.shape[batch_ndim:]
+        shape = value.shape if value.__class__ is UnbatchedTensor else \
+            _shape(value)[batch_ndim:]  # a strided nested tensor has no .shape
         text = _dtype_abbreviation(value.dtype) + _sizes(shape)
         if value.device != device and value.device.type != "cpu":
             text += f"@{value.device}"
