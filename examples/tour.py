@@ -109,9 +109,12 @@ def storage() -> None:
 
 @needs_plugin
 def files() -> None:
-    """File-backed TensorDicts: HDF5 (tensordict-h5) and Zarr (tensordict-zarr) files.
+    """Storage backends: HDF5, Zarr, safetensors and Parquet files (each a plugin package).
 
-    Reads are lazy (only the rows an index selects), writes go to the file."""
+    An HDF5 file or a Zarr store opens as a PersistentTensorDict: reads are lazy (only
+    the rows an index selects), writes go to the file. A Redis server keeps a
+    TensorDictStore that several processes share (tensordict-redis; not run here: it
+    needs a server)."""
     td = sample()
     with tempfile.TemporaryDirectory() as folder:
         for name, to_file, open_file in (("h5", td.to_h5, tensordict.from_h5),
@@ -120,8 +123,17 @@ def files() -> None:
             with open_file(os.path.join(folder, f"data.{name}"), mode="r+") as ptd:
                 ptd[0] = td[1]  # written to the file, checked first
                 rows = ptd[:2]  # reads two rows of each array, into memory
-            print(f"  {name:<5} {type(ptd).__name__} batch {list(ptd.batch_size)}: row 0 is "
-                  f"now row 1: {bool((rows[0] == td[1]).all())}")
+            print(f"  {name:<12} {type(ptd).__name__} batch {list(ptd.batch_size)}: row 0 "
+                  f"is now row 1: {bool((rows[0] == td[1]).all())}")
+        path = os.path.join(folder, "data.safetensors")
+        td.to_safetensors(path)
+        same = (tensordict.from_safetensors(path) == td).all()
+        print(f"  {'safetensors':<12} one file, no pickle; loaded back equal: {bool(same)}")
+        flat = TensorDict(x=td["obs"][:, 0], reward=td["reward"][:, 0], batch_size=[4])
+        flat.to_parquet(os.path.join(folder, "data.parquet"))
+        table = tensordict.from_parquet(os.path.join(folder, "data.parquet"))
+        print(f"  {'parquet':<12} one row per element: {table.batch_size[0]} rows, "
+              f"columns {sorted(table.keys())}")
 
 
 @needs_plugin
