@@ -40,10 +40,10 @@ from tensordict.storage import WriteBackMixin
 from tensordict.store import _codec
 from tensordict.store._codec import SEPARATOR
 from tensordict.store._connection import connect, connection_kwargs
-from tensordict.store._store import STORE_BACKENDS, _leaves, _Shared
+from tensordict.store._store import STORE_BACKENDS, StoreHandle, _leaves, _Shared
 
 
-class LazyStackedTensorDictStore(WriteBackMixin, TensorDictBase):
+class LazyStackedTensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
     """``count`` TensorDicts of batch size ``inner_batch_size`` stacked along dim 0,
     kept in Redis. ``store[i]`` is a view of element ``i`` (reads and writes reach the
     server); a key whose elements share their shape reads as one stacked tensor.
@@ -112,30 +112,10 @@ class LazyStackedTensorDictStore(WriteBackMixin, TensorDictBase):
                    unix_socket_path=unix_socket_path, prefix=prefix, td_id=td_id,
                    device=device, **kwargs)
 
-    def close(self) -> None:
-        """Close the connection; the data stays on the server."""
-        if not self._shared.closed:
-            self._shared.closed = True
-            self._shared.client.close()
-
-    def clear_redis(self) -> None:
-        """Delete every Redis key of this store from the server."""
-        shared = self._shared
-        keys = list(shared.run(shared.client.scan_iter, shared.space + "*"))
-        if keys:
-            shared.run(shared.client.delete, *keys)
-        shared.meta.clear()
-        shared.keys = set()
-
     def __reduce__(self) -> tuple[Any, ...]:
         shared = self._shared
         return _reconnect, (connection_kwargs(shared.client), shared.prefix, shared.td_id,
                             self._device, shared.cache_metadata)
-
-    @property
-    def _td_id(self) -> str:
-        """The id other processes open this store by (``from_store(td_id=...)``)."""
-        return self._shared.td_id
 
     # -- primitives --------------------------------------------------------------------
     @property

@@ -90,7 +90,33 @@ class _Shared:
             (self.keys.update if added else self.keys.difference_update)(keys)
 
 
-class TensorDictStore(WriteBackMixin, TensorDictBase):
+class StoreHandle:
+    """What both stores do with their connection: the id, closing, deleting the data."""
+
+    __slots__ = ()
+
+    @property
+    def _td_id(self) -> str:
+        """The id other processes open this store by (``from_store(td_id=...)``)."""
+        return self._shared.td_id
+
+    def close(self) -> None:
+        """Close the connection; the data stays on the server (see :meth:`clear_redis`)."""
+        if not self._shared.closed:
+            self._shared.closed = True
+            self._shared.client.close()
+
+    def clear_redis(self) -> None:
+        """Delete every Redis key of this store from the server."""
+        shared = self._shared
+        keys = list(shared.run(shared.client.scan_iter, shared.space + "*"))
+        if keys:
+            shared.run(shared.client.delete, *keys)
+        shared.meta.clear()
+        shared.keys = set()
+
+
+class TensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
     """A TensorDict whose entries live in Redis (``host``/``port``/``db``, a
     ``unix_socket_path``, or a ready ``client``).
 
@@ -180,31 +206,11 @@ class TensorDictStore(WriteBackMixin, TensorDictBase):
                    unix_socket_path=unix_socket_path, prefix=prefix, td_id=td_id,
                    device=device, **kwargs)
 
-    def close(self) -> None:
-        """Close the connection; the data stays on the server (see :meth:`clear_redis`)."""
-        if not self._shared.closed:
-            self._shared.closed = True
-            self._shared.client.close()
-
-    def clear_redis(self) -> None:
-        """Delete every Redis key of this store from the server."""
-        shared = self._shared
-        keys = list(shared.run(shared.client.scan_iter, shared.space + "*"))
-        if keys:
-            shared.run(shared.client.delete, *keys)
-        shared.meta.clear()
-        shared.keys = set()
-
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as where it lives: the receiving process connects itself."""
         shared = self._shared
         return _reconnect, (connection_kwargs(shared.client), shared.prefix, shared.td_id,
                             self._path, self._device, shared.cache_metadata)
-
-    @property
-    def _td_id(self) -> str:
-        """The id other processes open this store by (``from_store(td_id=...)``)."""
-        return self._shared.td_id
 
     # -- primitives --------------------------------------------------------------------
     @property
