@@ -1,8 +1,9 @@
 """Reading saved folders back: ``load_memmap`` (formats 0 and 1 of upstream tensordict).
 
 Tensors are mapped, not read: loading costs a few system calls per leaf whatever the
-size of the data, and ``device="meta"`` opens no data file at all. Every error names the
-file at fault.
+size of the data, and ``device="meta"`` or an active ``FakeTensorMode`` (fake leaves,
+:mod:`tensordict.memmap._fake`) opens no data file at all. Every error names the file at
+fault.
 
 A folder is data, never code: unless the caller passes ``allow_pickle=True`` (trusting
 the folder), pickled non-tensor data is refused and no module is imported (a tensorclass
@@ -37,7 +38,7 @@ import torch
 from tensordict._nested_key import key_to_path
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._shapes import as_device
-from tensordict.memmap import _archive, _atomic, _jsonsafe, _layout, _nested, _tensor
+from tensordict.memmap import _archive, _atomic, _fake, _jsonsafe, _layout, _nested, _tensor
 from tensordict.memmap._tensor import MemoryMappedTensor
 
 _CLASS_RE = re.compile(r"^<class '((?:[^'<>]|<locals>)+)'>$")  # "f.<locals>.C" too
@@ -53,6 +54,7 @@ class _Context:
     cls: Any = None  # the class load_memmap was called on
     mode: str | None = None  # "r": writes stay in memory; "r+": they reach the files
     archive: _archive.Archive | None = None  # the archive the folder is in, if any
+    fake: bool = False  # a FakeTensorMode is active: fake leaves, no data file opened
 
     def inside(self, path: str) -> str:
         return _layout.check_inside(self.root, path)
@@ -98,7 +100,7 @@ def _load_root(folder: str, device: Any, non_blocking: bool, robust_key: bool | 
     for name in () if subpath is None else key_to_path(subpath):
         folder = _layout.child_path(folder, name, robust)
     ctx = _Context(as_device(device), non_blocking, robust, bool(allow_pickle),
-                   os.path.realpath(folder), cls, mode, archive)
+                   os.path.realpath(folder), cls, mode, archive, _fake.active())
     return _load_folder(folder, ctx, None)
 
 
@@ -175,6 +177,9 @@ def _load_tensor(folder: str, key: str, entry: dict[str, Any], ctx: _Context,
                  where: str) -> torch.Tensor:
     dtype = _layout.parse_dtype(entry.get("dtype"), where, key)
     shape = _size(entry.get("shape"), where, key)
+    if ctx.fake:
+        return _fake.leaf(shape, dtype, ctx.device, entry.get("is_nested"),
+                          f"the entry {key!r} of {where}")
     if ctx.archive is not None:
         return _load_archived(ctx.archive.leaf_path(folder, key, ctx.robust_key), dtype,
                               shape, entry, ctx)

@@ -282,6 +282,15 @@ def load_memmap(cls: Any, prefix: PathLike, device: Any = None, non_blocking: bo
     >>> _ = TensorDict({"layer": {"w": torch.ones(2, 2)}}).memmap(path)
     >>> TensorDict.load_memmap(path + "/layer")["w"].sum().item()
     4.0
+
+    Under ``FakeTensorMode`` the leaves are fake tensors of the saved shapes and dtypes,
+    and no tensor file is opened (to plan or trace a model from a checkpoint):
+
+    >>> from torch._subclasses.fake_tensor import FakeTensorMode
+    >>> with FakeTensorMode():
+    ...     w = TensorDict.load_memmap(path)["layer", "w"]
+    >>> type(w).__name__, w.shape
+    ('FakeTensor', torch.Size([2, 2]))
     """
     loaded = _load.load(prefix, device, non_blocking, robust_key=robust_key,
                         allow_pickle=allow_pickle, cls=cls, subpath=subpath, mode=mode)

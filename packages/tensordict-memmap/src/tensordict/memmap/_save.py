@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from tensordict._futures import TensorDictFuture
-from tensordict.memmap import _atomic, _jsonsafe, _layout, _nested, _state, _tensor
+from tensordict.memmap import _atomic, _fake, _jsonsafe, _layout, _nested, _state, _tensor
 from tensordict.memmap._shared_non_tensor import SharedNonTensorData
 from tensordict.memmap._tensor import MemoryMappedTensor
 
@@ -55,6 +55,7 @@ class _Options:
     like: bool
     share: bool = False
     allow_pickle: bool = False
+    fake: bool = False  # a FakeTensorMode is active: a tensor cannot be written
 
 
 @dataclass
@@ -190,6 +191,8 @@ def _plan_tensordict(node: _Node, opts: _Options, path: tuple[Any, ...]) -> None
                 "meta.json in the on-disk format; rename it"
             )
         if isinstance(value, torch.Tensor):
+            if opts.fake:
+                _fake.refuse_write(f"the tensor {_path_str(where)}")
             name = _layout.key_to_name(key, opts.robust_key)
             base = _sub(folder, name)
             if value.is_nested:
@@ -471,7 +474,8 @@ def save(collection: Any, prefix: str | os.PathLike[str] | None, *, copy_existin
     files are only allocated, and this dict gets the tensor each of them is to hold, by
     final path (for an archive, which copies the data from there)."""
     folder = None if prefix is None else os.path.abspath(os.fspath(prefix))
-    opts = _Options(robust_key is not False, existsok, copy_existing, like, share, allow_pickle)
+    opts = _Options(robust_key is not False, existsok, copy_existing, like, share, allow_pickle,
+                    _fake.active())
     node = _plan(collection, folder, opts)
     jobs = _jobs(node)
     if sources is not None:

@@ -30,6 +30,8 @@ from typing import Any
 
 import torch
 
+from tensordict.memmap import _fake
+
 __all__ = ["MemoryMappedTensor"]
 
 _WRITE_CHUNK = 1 << 30  # os.write moves at most ~2 GiB per call
@@ -285,6 +287,8 @@ class MemoryMappedTensor(torch.Tensor):
         of the old file keep the old data, never a truncated map).
         """
         nbytes = _check_shape(shape, dtype)
+        if _fake.active():
+            _fake.refuse_write("a MemoryMappedTensor")
         if filename is None:
             storage = torch.UntypedStorage._new_shared(nbytes)
             out = torch.empty(0, dtype=dtype).set_(storage, 0, shape, contiguous_strides(shape))
@@ -320,7 +324,9 @@ class MemoryMappedTensor(torch.Tensor):
     ) -> MemoryMappedTensor:
         """Map an existing raw file holding a tensor of ``shape`` and ``dtype``
         (``index``, if given, is applied to the result). ``mode="r"`` maps it
-        copy-on-write: the tensor can be modified, the file never is.
+        copy-on-write: the tensor can be modified, the file never is. Under
+        ``FakeTensorMode`` it is a fake tensor of that shape and dtype, and the file is
+        not opened (:mod:`tensordict.memmap._fake`).
 
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "y.memmap")
@@ -329,6 +335,11 @@ class MemoryMappedTensor(torch.Tensor):
         MemoryMappedTensor([2, 3])
         """
         filename = os.fspath(filename)
+        if mode not in (None, "r", "r+", "w+"):
+            raise ValueError(f"mode must be 'r', 'r+' or 'w+', got {mode!r}")
+        if _fake.active():  # the file is not opened
+            out = _fake.leaf(shape, dtype, None, isinstance(shape, torch.Tensor), filename)
+            return out if index is None else out[index]
         if shape.__class__ is torch.Tensor and shape.ndim == 2:  # a nested tensor
             from tensordict.memmap import _nested
 
@@ -339,8 +350,6 @@ class MemoryMappedTensor(torch.Tensor):
             size = os.path.getsize(filename)
         except FileNotFoundError:
             raise FileNotFoundError(f"memory-mapped file {filename} does not exist") from None
-        if mode not in (None, "r", "r+", "w+"):
-            raise ValueError(f"mode must be 'r', 'r+' or 'w+', got {mode!r}")
         out = map_sized(filename, dtype, torch.Size(shape), size, private=mode == "r")
         out = out.as_subclass(cls)
         return out if index is None else out[index]
