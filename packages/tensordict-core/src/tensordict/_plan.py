@@ -22,13 +22,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from operator import attrgetter
+from operator import attrgetter, eq
 from typing import Any
 
 import torch
 
 _Tensor = torch.Tensor
 _requires_grad = attrgetter("requires_grad")
+_shape = attrgetter("shape")
 _WHOLE: Any = object()  # no index: the whole target is written
 
 
@@ -81,17 +82,29 @@ def check_write(target: _Tensor, source: Any, key: Any, shape: Sequence[int] | N
                            "tensor); clone it first")
 
 
-def writable_in_place(targets: list[_Tensor]) -> bool:
-    """Whether every tensor of ``targets`` passes the target checks of
-    :func:`check_write` without looking closer: none that autograd tracks (with grad
-    enabled) and none whose elements may share memory (a non-contiguous tensor may be
-    expanded). One pass over the list, for the fast paths.
+def writable_in_place(targets: list[_Tensor], sources: Sequence[_Tensor] = ()) -> bool:
+    """Whether ``targets[i].copy_(sources[i])`` passes the checks of :func:`check_write`
+    but for shapes, without looking closer: no tensor of either list that autograd
+    tracks (with grad enabled: ``_foreach_copy_`` has no derivative) and no target whose
+    elements may share memory (a non-contiguous tensor may be expanded). One pass over
+    each list, for the fast paths.
 
     >>> writable_in_place([torch.zeros(2)]), writable_in_place([torch.zeros(1).expand(2)])
     (True, False)
     """
-    return not (torch.is_grad_enabled() and any(map(_requires_grad, targets))) and \
+    return not (torch.is_grad_enabled() and (any(map(_requires_grad, targets))
+                                             or any(map(_requires_grad, sources)))) and \
         all(map(_Tensor.is_contiguous, targets))
+
+
+def same_shapes(xs: list[_Tensor], ys: list[_Tensor]) -> bool:
+    """Whether ``xs[i].shape == ys[i].shape`` for each i (lists of the same length).
+
+    >>> x = [torch.zeros(2)]
+    >>> same_shapes(x, [torch.ones(2)]), same_shapes(x, [torch.ones(1)])
+    (True, False)
+    """
+    return all(map(eq, map(_shape, xs), map(_shape, ys)))
 
 
 class WritePlan:

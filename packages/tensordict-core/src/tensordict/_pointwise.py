@@ -32,10 +32,9 @@ from typing import Any
 import torch
 
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
-from tensordict._plan import writable_in_place
+from tensordict._plan import same_shapes, writable_in_place
 
 _Tensor = torch.Tensor
-_shape = operator.attrgetter("shape")
 _dtype = operator.attrgetter("dtype")
 _is_cpu = operator.attrgetter("is_cpu")
 _FLOATS = frozenset({torch.float32, torch.float64})
@@ -138,8 +137,8 @@ def copy_matching_leaves(td: Any, other: Any, non_blocking: bool = False) -> boo
     if not (td.__class__ is other.__class__ is classes.TensorDict) or \
             torch.compiler.is_compiling() or \
             not dense_leaf_pairs(td._tensordict, other._tensordict, mine, theirs) or \
-            list(map(_shape, mine)) != list(map(_shape, theirs)) or \
-            not writable_in_place(mine + theirs):  # (dynamo traces no attrgetter)
+            not same_shapes(mine, theirs) or \
+            not writable_in_place(mine, theirs):  # (dynamo traces no attrgetter)
         return False
     # nothing autograd records (sources included: _foreach_copy_ has no derivative)
     torch._foreach_copy_(mine, theirs, non_blocking=non_blocking)
@@ -367,7 +366,7 @@ def _fits(name: str, xs: list[_Tensor], operand: Any) -> bool:
     """Whether ``x.<name>_(y)`` fits every leaf ``x`` as it is: an operand leaf of the
     same shape (no broadcasting) and a result dtype that casts to the leaf's."""
     if operand.__class__ is list:
-        if list(map(_shape, xs)) != list(map(_shape, operand)):
+        if not same_shapes(xs, operand):
             return False
         for dtype, other in set(zip(map(_dtype, xs), map(_dtype, operand))):
             if not _result_fits(name, dtype, other):

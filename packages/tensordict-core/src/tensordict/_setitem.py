@@ -33,7 +33,7 @@ import torch
 from tensordict import errors
 from tensordict._collection import classes, is_tensor_collection
 from tensordict._nontensor import NonTensorData, same_value
-from tensordict._plan import WritePlan, broadcasts_to, writable_in_place
+from tensordict._plan import WritePlan, broadcasts_to, same_shapes, writable_in_place
 from tensordict._pointwise import dense_leaf_pairs
 from tensordict._shapes import check_bounds, indexed_size, masks_to_indices, normalize_index
 from tensordict._stack import entries_of, flatten_nested, map_nested
@@ -42,7 +42,6 @@ from tensordict._unbatched import UnbatchedTensor
 _Tensor = torch.Tensor
 _shape = attrgetter("shape")
 _dtype = attrgetter("dtype")
-_requires_grad = attrgetter("requires_grad")
 
 
 def set_at_index(td: Any, index: Any, value: Any) -> None:
@@ -82,12 +81,11 @@ def _copy_matching(td: Any, index: Any, value: Any) -> bool:
     if len(value._batch_size) != ndim or not dense_leaf_pairs(
             td._tensordict, value._tensordict, targets, sources):
         return False
-    if not writable_in_place(targets) or (
-            torch.is_grad_enabled() and any(map(_requires_grad, sources))):
-        return False  # (_foreach_copy_ has no derivative)
+    if not writable_in_place(targets, sources):
+        return False
     try:
         views = [target[index] for target in targets]
-        if list(map(_shape, views)) != list(map(_shape, sources)):
+        if not same_shapes(views, sources):
             return False
     except (TypeError, RuntimeError):  # a slice of odd bounds, a nested tensor...
         return False
