@@ -71,7 +71,7 @@ PROVIDED_BY: dict[str, str] = {
     **dict.fromkeys(
         (
             "from_parquet", "from_csv", "from_json", "from_pandas", "from_arrow",
-            "to_parquet", "to_csv", "to_json", "to_pandas", "to_arrow",
+            "to_parquet", "to_csv", "to_json", "to_pandas", "to_arrow", "to_mds",
         ),
         "tabular",
     ),
