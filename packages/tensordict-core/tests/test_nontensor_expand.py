@@ -29,9 +29,12 @@ def test_expand_of_size_one_dims_keeps_one_value():
     assert data.expand(2, 1) is data
 
 
-def test_expand_checks_sizes_like_a_tensor():
+def test_expand_reads_sizes_torch_rejects_as_upstream():
+    with pytest.warns(FutureWarning, match="torch.Tensor.expand rejects"):
+        out = NonTensorData("d", batch_size=[2]).expand(3, 3)
+    assert type(out) is NonTensorStack and out.batch_size == torch.Size([3, 3, 2])
     with pytest.raises(RuntimeError, match="expanded size"):
-        NonTensorData("d", batch_size=[2]).expand(3, 3)
+        NonTensorData("d", batch_size=[2, 3]).expand(4, -1)
 
 
 def test_tensordict_expand_stacks_its_non_tensor_data():

@@ -42,8 +42,7 @@ def test_construction_forms():
     assert all(isinstance(p, NonTensorStack) for p in two_d.tensordicts)
     broadcast = NonTensorStack.from_list(["x", "y"], batch_size=[2, 3])
     assert broadcast.tolist() == [["x"] * 3, ["y"] * 3]
-    with pytest.raises(ValueError, match="ragged"):
-        NonTensorStack.from_list([["a"], ["b", "c"]])
+    assert NonTensorStack.from_list([["a"], ["b", "c"]]).batch_size == (2, -1)  # upstream
     with pytest.raises(ValueError, match="cannot fill"):
         NonTensorStack.from_list(["a", "b"], batch_size=[3])
     assert NonTensorStack.from_list([]).batch_size == torch.Size([0])
@@ -52,7 +51,9 @@ def test_construction_forms():
 def test_tolist_and_data():
     stack = grid()
     listed = stack.tolist()
-    assert type(listed) is LinkedList and type(listed[0]) is LinkedList
+    assert type(listed) is list and type(listed[0]) is list  # td[key] reads LinkedLists
+    read = TensorDict(s=stack, batch_size=[2, 3])["s"]
+    assert type(read) is LinkedList and type(read[0]) is LinkedList
     assert listed == [["a", "b", "c"], ["d", "e", "f"]]
     assert NonTensorStack("x", "x").data == "x"
     with pytest.raises(AttributeError, match="non-unique"):

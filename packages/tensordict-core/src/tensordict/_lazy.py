@@ -119,9 +119,6 @@ class LazyStackedTensorDict(RaggedShapeMixin, LazyDictMixin, DensifyMixin, MapMi
         parts = list(tensordicts)
         if parts:
             full = stacked_size(parts, stack_dim)
-            if -1 in full and self._is_non_tensor:
-                raise RuntimeError(f"the parts of a non-tensor stack need the same batch size, "
-                                   f"got {[list(td.batch_size) for td in parts]}")
             stack_dim = stack_dim % len(full)
             if batch_size is not None and _given_size(batch_size) != full:
                 raise RuntimeError(f"batch_size {as_size(batch_size)} does not match the "

@@ -83,10 +83,26 @@ def restructure(stack: Any, fn: Callable[[_Tensor], Any], batch_size: torch.Size
     for dim in range(moved.ndim):
         along = _line(part, dim)
         if bool((part == along).all()):
-            pieces = [gather_part(stack.tensordicts[int(k)], within.select(dim, j))
-                      for j, k in enumerate(along.reshape(-1).tolist())]
+            tds = stack.tensordicts
+            if moved.ndim == 1:  # one element of a part each
+                pieces = [_element(tds[k], w) for k, w in zip(part.tolist(), within.tolist())]
+            else:
+                pieces = [gather_part(tds[k], within.select(dim, j))
+                          for j, k in enumerate(along.reshape(-1).tolist())]
             return type(stack)._from_entries(pieces, dim)
     return None
+
+
+def _element(part: Any, flat: int) -> Any:
+    """Element ``flat`` (row-major) of ``part``, by index; a 0-dim part is itself."""
+    size = part.batch_size
+    if len(size) < 2:
+        return part[flat] if size else part
+    index = []
+    for n in reversed(size):
+        index.append(flat % n)
+        flat //= n
+    return part[tuple(reversed(index))]
 
 
 def _line(values: _Tensor, dim: int) -> _Tensor:

@@ -16,13 +16,21 @@ Example:
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
+from tensordict import errors
 from tensordict._collection import TensorCollection, classes
+from tensordict._shape_ops import ShapeOpsMixin, _shape_args, batch_dim
 from tensordict._shapes import as_device, as_size, indexed_batch_size
+
+_EXPAND_WARNING = (
+    "Expanding a NonTensorData to a shape that torch.Tensor.expand rejects does not raise "
+    "today. Starting with TensorDict 0.17, the default will change to raising a RuntimeError, "
+    "as TensorDict.expand does.")
 
 #: What ``torch.stack`` / ``torch.cat`` of non-tensor data run (they give a NonTensorStack):
 #: filled by ``_nontensor_stack``, where the handlers are written.
@@ -30,7 +38,8 @@ NON_TENSOR_FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
 
 
 class LinkedList(list):
-    """The nested lists a NonTensorStack reads as."""
+    """The nested lists ``td[key]`` reads a NonTensorStack as (``tolist()`` gives plain
+    lists, as upstream)."""
 
     def __repr__(self) -> str:
         return f"LinkedList({list.__repr__(self)})"
@@ -58,6 +67,8 @@ class NonTensorData(NonTensorDataBase):
     """
 
     __slots__ = ("data", "_metadata", "_batch_size", "_device", "_names")
+    #: Whether new leading dims (``unsqueeze``, ``expand``) give a NonTensorStack.
+    _stacks = True
 
     def __init__(
         self,
@@ -99,30 +110,123 @@ class NonTensorData(NonTensorDataBase):
 
     def _restructure(self, fn: Callable[[torch.Tensor], torch.Tensor],
                      batch_size: torch.Size, names: Any = None) -> NonTensorData | Any:
-        """The result of a shape op or index (``fn`` acts on batch-shaped tensors); a
-        broadcast to new dims (``expand``) gives a NonTensorStack, one element per
-        position, as upstream."""
-        if len(batch_size) > len(self._batch_size) and _broadcasts(fn, self._batch_size):
-            return self._rebatch(batch_size).maybe_to_stack()
+        """The result of a shape op or index (``fn`` acts on batch-shaped tensors). New
+        leading dims give a NonTensorStack where ``fn.non_tensor_stack`` says so (set by
+        ``unsqueeze`` and ``expand``, as upstream), or else where ``fn`` broadcasts."""
+        own = self._batch_size
+        lead = len(batch_size) - len(own)
+        if lead > 0:
+            stack = getattr(fn, "non_tensor_stack", None)
+            if stack if stack is not None else _broadcasts(fn, own):
+                return self._stacked(batch_size, lead)
         return self._rebatch(batch_size, names=names)
+
+    def _reshaped(self, fn: Callable[[torch.Tensor], torch.Tensor], batch_size: torch.Size,
+                  names: Sequence[str | None] | None, **checks: Any) -> NonTensorData:
+        # the shape ops borrowed from ShapeOpsMixin have checked the shape
+        named = names is not None and any(name is not None for name in names)
+        return self._rebatch(batch_size, names=names if named else None)
+
+    view = ShapeOpsMixin.view
+    reshape = ShapeOpsMixin.reshape
+    unflatten = ShapeOpsMixin.unflatten
+    squeeze = ShapeOpsMixin.squeeze
+    permute = ShapeOpsMixin.permute
+    transpose = ShapeOpsMixin.transpose
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> NonTensorData:
+        """Merge the batch dims ``start_dim..end_dim`` into one (a 0-dim batch becomes
+        ``[1]``).
+
+        >>> NonTensorData("a", batch_size=[2, 3]).flatten().batch_size
+        torch.Size([6])
+        """
+        if not self._batch_size:
+            return self._rebatch(torch.Size([1]))
+        return ShapeOpsMixin.flatten(self, start_dim, end_dim)
+
+    def unsqueeze(self, dim: int) -> Any:
+        """Insert a batch dim of size 1: a NonTensorStack of one copy (a ``MetaData``
+        stays one object), as upstream.
+
+        >>> stack = NonTensorData("a", batch_size=[2]).unsqueeze(-1)
+        >>> type(stack).__name__, stack.batch_size
+        ('NonTensorStack', torch.Size([2, 1]))
+        """
+        dim = batch_dim(self, dim, inserting=True, error=errors.BatchDimError)
+        if not self._stacks:
+            own = self._batch_size
+            return self._rebatch(own[:dim] + torch.Size([1]) + own[dim:])
+        return classes.NonTensorStack._from_entries([self.clone(False)], dim)
+
+    def broadcast_to(self, shape: Sequence[int]) -> NonTensorData:
+        """The same object with the batch size ``shape``, whatever the batch size was (as
+        upstream; ``torch.broadcast_to`` too).
+
+        >>> NonTensorData("a", batch_size=[2]).broadcast_to((3,)).batch_size
+        torch.Size([3])
+        """
+        return self._rebatch(torch.Size(_shape_args((shape,))))
 
     def expand(self, *shape: Any) -> NonTensorData | Any:
         """Broadcast to ``shape`` like a tensor: new leading dims give a NonTensorStack
-        (one element per position), growing size-1 dims keeps one NonTensorData.
+        (copies of this entry along them); growing size-1 dims keeps one NonTensorData.
+        A ``MetaData`` stays one object.
+
+        A shape that ``torch.Tensor.expand`` rejects is read as upstream does, with its
+        FutureWarning: the sizes equal to the batch size's at the same place from the
+        right are dropped, the others lead the batch size.
 
         >>> NonTensorData("a").expand(2).tolist()
-        LinkedList(['a', 'a'])
+        ['a', 'a']
         >>> type(NonTensorData("a", batch_size=[1]).expand(3)).__name__
         'NonTensorData'
+        >>> NonTensorData("a", batch_size=[2]).expand(3).batch_size  # a FutureWarning
+        torch.Size([3, 2])
         """
-        sizes = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        # a tensor of the batch shape checks the sizes (and resolves -1) like torch does
-        new = torch.empty(self._batch_size, device="meta").expand(*sizes).shape
-        if new == self._batch_size:
+        own = self._batch_size
+        sizes = _shape_args(shape)
+        try:  # a tensor of the batch shape checks the sizes (and resolves -1) like torch
+            new = torch.empty(own, device="meta").expand(sizes).shape
+        except RuntimeError:
+            if -1 in sizes and len(sizes) >= len(own):
+                raise
+            new = _lenient_expand_size(sizes, own)
+        if new == own:
             return self
-        if len(new) > len(self._batch_size):
-            return self._rebatch(new).maybe_to_stack()
+        if len(new) > len(own):
+            return self._stacked(new, len(new) - len(own))
         return self._rebatch(new, names=self._names)
+
+    def _stacked(self, batch_size: torch.Size, lead: int) -> Any:
+        """This entry with the batch size ``batch_size``: a NonTensorStack of copies
+        along the first ``lead`` dims (a ``MetaData`` stays one object)."""
+        if not lead or not self._stacks:
+            return self._rebatch(batch_size)
+        inner = self._stacked(batch_size[1:], lead - 1)
+        parts = [inner] + [inner.clone(False) for _ in range(batch_size[0] - 1)]
+        return classes.NonTensorStack._from_entries(parts, 0)
+
+    def all(self, dim: int | None = None) -> bool | NonTensorData:
+        """True: there is no entry to be false (with ``dim``: the entry without that dim).
+
+        >>> NonTensorData(0).all(), NonTensorData(1).any()
+        (True, False)
+        """
+        return True if dim is None else self._reduced(dim)
+
+    def any(self, dim: int | None = None) -> bool | NonTensorData:
+        """False: there is no entry to be true (with ``dim``: the entry without that dim)."""
+        return False if dim is None else self._reduced(dim)
+
+    def _reduced(self, dim: int) -> NonTensorData:
+        dim = batch_dim(self, dim)
+        own = self._batch_size
+        return self._rebatch(own[:dim] + own[dim + 1:])
+
+    def to_dict(self, *args: Any, **kwargs: Any) -> Any:
+        """The object (as ``TensorDict.to_dict`` gives it for this entry)."""
+        return self.data
 
     def __getitem__(self, index: Any) -> NonTensorData:
         return self._rebatch(indexed_batch_size(self._batch_size, index))
@@ -148,7 +252,7 @@ class NonTensorData(NonTensorDataBase):
         """A NonTensorStack with one element per batch element (self when 0-dim).
 
         >>> NonTensorData("a", batch_size=[2]).maybe_to_stack().tolist()
-        LinkedList(['a', 'a'])
+        ['a', 'a']
         """
         if not self._batch_size:
             return self
@@ -201,6 +305,7 @@ class MetaData(NonTensorData):
     """
 
     __slots__ = ()
+    _stacks = False
     #: The type every value must have (set by ``MetaData[cls]``).
     _data_type: type | None = None
     _typed: dict[tuple[type, type], type[MetaData]] = {}
@@ -229,6 +334,20 @@ def _broadcasts(fn: Callable[[torch.Tensor], torch.Tensor], batch_size: torch.Si
         return 0 in fn(torch.empty(batch_size, device="meta")).stride()
     except (RuntimeError, IndexError):
         return False
+
+
+def _lenient_expand_size(sizes: list[int], batch_size: torch.Size) -> torch.Size:
+    """Upstream's reading of an ``expand`` shape that torch rejects (with a FutureWarning):
+    the sizes equal to ``batch_size``'s at the same place from the right are dropped, the
+    others lead ``batch_size``."""
+    warnings.warn(_EXPAND_WARNING, FutureWarning, stacklevel=3)
+    offset = len(sizes) - len(batch_size)
+    lead = [s for i, s in enumerate(sizes)
+            if not (0 <= i - offset < len(batch_size) and s == batch_size[i - offset])]
+    if any(s < 0 for s in lead):
+        raise RuntimeError(f"cannot expand a NonTensorData of batch size {batch_size} to "
+                           f"{sizes}: the new leading sizes {lead} are not all positive")
+    return torch.Size(lead) + batch_size
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -283,5 +402,5 @@ def unwrap_non_tensor(value: Any) -> Any:
     if isinstance(value, NonTensorData):
         return value.data
     if getattr(value, "_is_non_tensor", False):
-        return value.tolist()
+        return value._nested(LinkedList)
     return value

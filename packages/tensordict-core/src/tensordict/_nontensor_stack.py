@@ -8,10 +8,10 @@ Example:
     >>> from tensordict import NonTensorStack
     >>> stack = NonTensorStack.from_list([["a", "b"], ["c", "d"]])
     >>> stack.tolist(), stack[:, 1].tolist(), stack[0, 0].data
-    (LinkedList([LinkedList(['a', 'b']), LinkedList(['c', 'd'])]), LinkedList(['b', 'd']), 'a')
+    ([['a', 'b'], ['c', 'd']], ['b', 'd'], 'a')
     >>> stack[1] = "z"
     >>> stack.tolist()
-    LinkedList([LinkedList(['a', 'b']), LinkedList(['z', 'z'])])
+    [['a', 'b'], ['z', 'z']]
 """
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, register_class
+from tensordict._collection import NO_DEFAULT, classes, register_class
 from tensordict._device import _parse_to_args
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._lazy_ops import _moves_elements, restructure
 from tensordict._nontensor import (
     NON_TENSOR_FUNCTIONS,
-    LinkedList,
     NonTensorData,
     is_non_tensor,
     merged_non_tensor,
@@ -35,6 +34,7 @@ from tensordict._nontensor import (
 )
 from tensordict._options import capture_non_tensor_stack
 from tensordict._serialization import allow_weights_only_load
+from tensordict._shape_ops import batch_dim
 from tensordict._shapes import as_device, as_size, normalize_index
 
 _NON_UNIQUE = "Cannot get the non-unique data of a NonTensorStack. Use .tolist() instead."
@@ -50,7 +50,7 @@ class NonTensorStack(LazyStackedTensorDict):
             :class:`LazyStackedTensorDict`.
 
     >>> NonTensorStack("a", "a").tolist()
-    LinkedList(['a', 'a'])
+    ['a', 'a']
     """
 
     __slots__ = ()
@@ -80,10 +80,7 @@ class NonTensorStack(LazyStackedTensorDict):
             if isinstance(node, (list, tuple)) and (depth is None or level < depth):
                 if not node:
                     return cls(batch_size=[0], device=device)
-                try:
-                    return cls(*[build(item, level + 1) for item in node])
-                except RuntimeError:
-                    raise ValueError(f"ragged non-tensor list: {values!r}") from None
+                return cls(*[build(item, level + 1) for item in node])
             rest = None if size is None else size[level:]  # shared by the remaining dims
             return NonTensorData(node, batch_size=rest, device=device)
 
@@ -125,15 +122,57 @@ class NonTensorStack(LazyStackedTensorDict):
             position % inner
 
     def _flat(self) -> list[Any]:
-        """The objects in row-major order of the batch."""
+        """The objects in row-major order of the batch (part after part when ragged)."""
         flats = [td._flat() if isinstance(td, NonTensorStack) else [td.data] * td.numel()
                  for td in self.tensordicts]
+        if -1 in self.batch_size:
+            return [obj for flat in flats for obj in flat]
         located = (self._locate(p) for p in range(self.batch_size.numel()))
         return [flats[k][q] for k, q in located]
 
-    def tolist(self) -> Any:
-        """The objects as nested ``LinkedList`` of the batch shape."""
-        return _nest(self._flat(), self.batch_size)
+    def tolist(self) -> list[Any]:
+        """The objects as nested lists of the batch shape (rows of different lengths where
+        the stack is ragged; ValueError when its first dim is ragged).
+
+        >>> NonTensorStack(NonTensorData("a", batch_size=[1]),
+        ...                NonTensorData("b", batch_size=[2])).tolist()
+        [['a'], ['b', 'b']]
+        """
+        return self._nested(list)
+
+    def all(self, dim: int | None = None) -> Any:
+        """True: there is no entry to be false (with ``dim``: an empty TensorDict without
+        that dim, as upstream).
+
+        >>> NonTensorStack(0, 0).all(), NonTensorStack(1).any()
+        (True, False)
+        """
+        return True if dim is None else self._reduced(dim)
+
+    def any(self, dim: int | None = None) -> Any:
+        """False: there is no entry to be true (see :meth:`all`)."""
+        return False if dim is None else self._reduced(dim)
+
+    def _reduced(self, dim: int) -> Any:
+        dim = batch_dim(self, dim)
+        size = self.batch_size
+        return classes.TensorDict(batch_size=size[:dim] + size[dim + 1:], device=self.device)
+
+    def to_dict(self, *args: Any, **kwargs: Any) -> list[Any]:
+        """The objects as nested lists (see :meth:`tolist`)."""
+        return self.tolist()
+
+    def _nested(self, kind: type[list]) -> list[Any]:
+        """:meth:`tolist` with lists of class ``kind`` (``td[key]`` reads LinkedLists)."""
+        if self._stack_dim == 0:  # one row per part
+            return kind([_nested(part, kind) for part in self.tensordicts])
+        size = self.batch_size
+        if -1 not in size:
+            return _nest(self._flat(), size, kind)
+        if size[0] == -1:
+            raise ValueError(f"cannot list the elements of a NonTensorStack of batch size "
+                             f"{size}: its first dim is ragged")
+        return kind(_nested(self[i], kind) for i in range(size[0]))
 
     @property
     def data(self) -> Any:
@@ -174,6 +213,9 @@ class NonTensorStack(LazyStackedTensorDict):
         return self if device is NO_DEFAULT else self.to(device)
 
     def _set_at_index(self, index: Any, value: Any) -> None:
+        if -1 in self.batch_size:
+            self._set_ragged(index, value)
+            return
         positions = torch.arange(self.batch_size.numel()).reshape(self.batch_size)
         parts = normalize_index(index, self.batch_size)
         selected = positions[parts[0] if len(parts) == 1 else parts]
@@ -181,6 +223,32 @@ class NonTensorStack(LazyStackedTensorDict):
             value = value.tolist() if selected.ndim else value.data
         objects = _flatten(value, selected.shape)
         self._write(dict(zip(selected.reshape(-1).tolist(), objects)))
+
+    def _set_ragged(self, index: Any, value: Any) -> None:
+        """Write a whole ragged stack: part by part from a stack of the same layout, or
+        one object everywhere (checked before the first write)."""
+        whole = index == () or index is Ellipsis or index == slice(None)
+        if is_non_tensor(value):
+            theirs = value.tensordicts if isinstance(value, NonTensorStack) and \
+                value.stack_dim == self.stack_dim else None
+            if not whole or theirs is None or [td.batch_size for td in theirs] != \
+                    [td.batch_size for td in self.tensordicts]:
+                raise RuntimeError(f"cannot write a {type(value).__name__} of batch size "
+                                   f"{value.batch_size} at {index!r} into a NonTensorStack of "
+                                   f"batch size {self.batch_size}: only a whole write of a "
+                                   "stack of parts of the same batch sizes fits it")
+        elif not whole:
+            raise RuntimeError(f"cannot write at {index!r} into a NonTensorStack of batch "
+                               f"size {self.batch_size}: its parts differ in size")
+        else:
+            theirs = [value] * len(self.tensordicts)
+        for k, (part, piece) in enumerate(zip(self.tensordicts, theirs)):
+            if isinstance(part, NonTensorData) and not isinstance(piece, NonTensorStack):
+                part.data = piece.data if isinstance(piece, NonTensorData) else piece
+            else:
+                if isinstance(part, NonTensorData):
+                    part = self.tensordicts[k] = part.maybe_to_stack()
+                part._set_at_index((), piece)
 
     def _write(self, objects: dict[int, Any]) -> None:
         """Set the objects at flat batch positions, in the parts (written through)."""
@@ -248,6 +316,11 @@ class NonTensorStack(LazyStackedTensorDict):
         return out
 
     def __eq__(self, other: object) -> Any:  # type: ignore[override]
+        if -1 in self.batch_size:  # no tensor of the batch shape: upstream's answer
+            if is_non_tensor(other):
+                raise RuntimeError(f"cannot compare a NonTensorStack of batch size "
+                                   f"{self.batch_size} elementwise: its parts differ in size")
+            return False
         if is_non_tensor(other):
             theirs = other._flat() if isinstance(other, NonTensorStack) else \
                 [other.data] * self.batch_size.numel()
@@ -257,7 +330,8 @@ class NonTensorStack(LazyStackedTensorDict):
         return torch.tensor(flags, dtype=torch.bool).reshape(self.batch_size)
 
     def __ne__(self, other: object) -> Any:  # type: ignore[override]
-        return ~self.__eq__(other)
+        equal = self.__eq__(other)
+        return not equal if equal.__class__ is bool else ~equal
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -271,7 +345,7 @@ class NonTensorStack(LazyStackedTensorDict):
         return handler(*args, **(kwargs or {}))
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(\n    {_plain(self.tolist())!r},\n"
+        return (f"{type(self).__name__}(\n    {self.tolist()!r},\n"
                 f"    batch_size={self.batch_size},\n    device={self.device})")
 
 
@@ -281,7 +355,7 @@ def stack_non_tensor(items: Sequence[Any], dim: int = 0, *, out: Any = None) -> 
     when every value is the same).
 
     >>> stack_non_tensor([NonTensorData("a"), NonTensorData("b")]).tolist()
-    LinkedList(['a', 'b'])
+    ['a', 'b']
     """
     items = list(items)
     if not all(is_non_tensor(item) for item in items):
@@ -297,7 +371,7 @@ def cat_non_tensor(items: Sequence[Any], dim: int = 0, *, out: Any = None) -> An
     """Concatenate non-tensor data along ``dim``; every element is kept.
 
     >>> cat_non_tensor([NonTensorStack("a"), NonTensorData("b", batch_size=[2])]).tolist()
-    LinkedList(['a', 'b', 'b'])
+    ['a', 'b', 'b']
     """
     items = list(items)
     if not all(is_non_tensor(item) for item in items):
@@ -324,16 +398,30 @@ def _rows(item: Any) -> list[Any]:
     return [item[i] for i in range(item.batch_size[0])]
 
 
-NON_TENSOR_FUNCTIONS.update({torch.stack: stack_non_tensor, torch.cat: cat_non_tensor})
+def broadcast_non_tensor(input: Any, size: Sequence[int]) -> Any:  # noqa: A002
+    """``torch.broadcast_to`` of non-tensor data: its ``broadcast_to`` method."""
+    return input.broadcast_to(size)
+
+
+NON_TENSOR_FUNCTIONS.update({torch.stack: stack_non_tensor, torch.cat: cat_non_tensor,
+                             torch.broadcast_to: broadcast_non_tensor})
 
 
 # -- helpers ------------------------------------------------------------------------------------
-def _nest(flat: list[Any], shape: torch.Size) -> Any:
-    """``flat`` (row-major) as nested LinkedLists of ``shape``."""
+def _nest(flat: list[Any], shape: torch.Size, kind: type[list] = list) -> Any:
+    """``flat`` (row-major) as nested lists (of class ``kind``) of ``shape``."""
     if not shape:
         return flat[0]
     step = shape[1:].numel()
-    return LinkedList(_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0]))
+    return kind(_nest(flat[i * step:(i + 1) * step], shape[1:], kind) for i in range(shape[0]))
+
+
+def _nested(entry: Any, kind: type[list]) -> Any:
+    """The elements of a non-tensor entry as nested lists of class ``kind``."""
+    if isinstance(entry, NonTensorStack):
+        return entry._nested(kind)
+    size = entry.batch_size
+    return _nest([entry.data] * size.numel(), size, kind) if size else entry.data
 
 
 def _flatten(value: Any, shape: torch.Size) -> list[Any]:
@@ -343,11 +431,6 @@ def _flatten(value: Any, shape: torch.Size) -> list[Any]:
     if isinstance(value, (list, tuple)) and len(value) == shape[0]:
         return [obj for item in value for obj in _flatten(item, shape[1:])]
     return [value] * shape.numel()
-
-
-def _plain(nested: Any) -> Any:
-    """LinkedLists as plain lists (for the repr)."""
-    return [_plain(item) for item in nested] if isinstance(nested, list) else nested
 
 
 allow_weights_only_load(NonTensorStack)

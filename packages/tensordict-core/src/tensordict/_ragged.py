@@ -32,6 +32,21 @@ from tensordict._shape_ops import _shape_args, _split_sizes, batch_dim
 from tensordict._stack import pad
 
 
+class RaggedShapeError(ValueError, RuntimeError):
+    """A reshape that the parts of a ragged lazy stack cannot follow (upstream raises a
+    ValueError or a RuntimeError for these, depending on the shape)."""
+
+
+def _ragged_shape(shape: Sequence[Any], size: torch.Size) -> list[int]:
+    """The ``reshape``/``view`` arguments ``shape`` as a list; a lone ``-1`` stands for a
+    ragged dim (two of them raise, as torch does)."""
+    new = _shape_args(shape)
+    if new.count(-1) > 1:
+        raise RuntimeError(f"only one dimension can be inferred (got the shape {new} for a "
+                           f"lazy stack of batch size {size})")
+    return new
+
+
 def ragged_size(sizes: Sequence[torch.Size]) -> torch.Size:
     """The size shared by ``sizes`` (all of the same length), ``-1`` where they differ.
 
@@ -117,6 +132,115 @@ class RaggedShapeMixin:
     stack dim moving with them (stacks without ragged dims use the general ones)."""
 
     __slots__ = ()
+
+    def numel(self) -> int:
+        """The number of batch elements; 1 for a ragged stack, as upstream.
+
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy_stack([TensorDict(batch_size=[3]), TensorDict(batch_size=[4])]).numel()
+        1
+        """
+        size = self.batch_size
+        return 1 if -1 in size else size.numel()
+
+    def reshape(self, *shape: Any, **kwargs: Any) -> Any:
+        """Reshape the batch. A ragged stack keeps its batch size, gains leading dims of
+        size 1, or is flattened whole (``-1``, from a stack dim 0); other shapes raise.
+
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> stack = lazy_stack([TensorDict(batch_size=[3]), TensorDict(batch_size=[4])])
+        >>> stack.reshape(-1).batch_size, stack.reshape(1, 2, -1).batch_size
+        (torch.Size([7]), torch.Size([1, 2, -1]))
+        """
+        size = self.batch_size
+        if -1 not in size:
+            return super().reshape(*shape, **kwargs)
+        new = _ragged_shape(shape, size)
+        if new == list(size):
+            return self
+        if new == [-1]:
+            return self.flatten()
+        lead = len(new) - len(size)
+        if lead > 0 and new == [1] * lead + list(size):
+            out = self
+            for _ in range(lead):
+                out = out.unsqueeze(0)
+            return out
+        raise RaggedShapeError(f"cannot reshape a lazy stack of batch size {size} to {new}: "
+                               "its parts differ in size along the ragged (-1) dims")
+
+    def view(self, *shape: Any, **kwargs: Any) -> Any:
+        """View the batch as ``shape``: a ragged stack only as its own batch size.
+
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> stack = lazy_stack([TensorDict(batch_size=[3]), TensorDict(batch_size=[4])])
+        >>> stack.view(2, -1) is stack
+        True
+        """
+        size = self.batch_size
+        if -1 not in size or (len(shape) == 1 and isinstance(shape[0], torch.dtype)):
+            return super().view(*shape, **kwargs)
+        if _ragged_shape(shape, size) != list(size):
+            raise RuntimeError(f"Cannot call `view` on a lazy stacked tensordict of batch "
+                               f"size {size} (to {list(shape)}). Call `reshape` instead.")
+        return self
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
+        """Merge the batch dims ``start_dim..end_dim`` into one. A ragged stack flattens
+        from its stack dim: the result stacks every element of the parts along it.
+
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> stack = lazy_stack([TensorDict(batch_size=[3]), TensorDict(batch_size=[4])])
+        >>> stack.flatten().batch_size
+        torch.Size([7])
+        """
+        size = self.batch_size
+        if -1 not in size or not size:
+            return super().flatten(start_dim, end_dim)
+        start, end = batch_dim(self, start_dim), batch_dim(self, end_dim)
+        if end < start:
+            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        if start == end:
+            return self
+        sd = self.stack_dim
+        if start != sd:
+            raise RaggedShapeError(f"cannot flatten the dims {start}..{end} of a lazy stack of "
+                                   f"batch size {size}: with ragged dims, only dims from its "
+                                   f"stack dim {sd} can be flattened")
+        lead = (slice(None),) * sd
+        pieces = []
+        for td in self.tensordicts:
+            flat = td.flatten(sd, end - 1) if end - 1 > sd else td
+            pieces += [flat[lead + (i,)] for i in range(flat.batch_size[sd])]
+        return type(self)._from_entries(pieces, sd)
+
+    def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> Any:
+        """Split the batch dim ``dim`` into ``unflattened_size``; on a ragged stack, only
+        to add dims of size 1 (around a dim that is not ragged, before a ragged dim that
+        follows the stack dim).
+
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> stack = lazy_stack([TensorDict(batch_size=[3]), TensorDict(batch_size=[4])])
+        >>> stack.unflatten(1, (1, -1)).batch_size
+        torch.Size([2, 1, -1])
+        """
+        size = self.batch_size
+        if -1 not in size:
+            return super().unflatten(dim, unflattened_size)
+        dim = batch_dim(self, dim)
+        sizes = list(unflattened_size)
+        keep = sizes.index(size[dim]) if size[dim] in sizes else -1
+        ones = sizes[:keep] + sizes[keep + 1:]
+        ragged = size[dim] == -1  # only 1s before it, and only after the stack dim
+        if keep < 0 or ones.count(1) != len(ones) or ragged and (
+                keep != len(ones) or dim < self.stack_dim):
+            raise RaggedShapeError(f"cannot unflatten dim {dim} of a lazy stack of batch size "
+                                   f"{size} into {sizes}: only dims of size 1 can be added")
+        out = self
+        for i in range(len(sizes)):
+            if i != keep:
+                out = out.unsqueeze(dim + i)
+        return out
 
     def unsqueeze(self, dim: int) -> Any:
         """Insert a batch dim of size 1 at ``dim``.
@@ -244,6 +368,12 @@ class RaggedShapeMixin:
         parts = [td.expand(*lead, *(s if n == -1 else n for n, s in zip(own, td.batch_size)))
                  for td in self.tensordicts]
         return type(self)._from_entries(parts, sd + len(lead))
+
+    def broadcast_to(self, shape: Sequence[int]) -> Any:
+        """Same as :meth:`expand` (``-1`` at the ragged dims)."""
+        if -1 not in self.batch_size:
+            return super().broadcast_to(shape)
+        return self.expand(shape)
 
 
 def pad_nested_leaves(td: Any, padding: float, mask_key: Any) -> Any:

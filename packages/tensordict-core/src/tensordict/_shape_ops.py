@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -75,14 +76,15 @@ def _split_sizes(size: int, split_size: int | Sequence[int]) -> list[int]:
 
 
 def _restructure_parts(td: Any, whole: Callable[[_Tensor], Sequence[_Tensor]],
-                       parts: Sequence[Callable[[_Tensor], _Tensor]],
+                       indices: Sequence[tuple[Any, ...]],
                        sizes: Sequence[torch.Size], names: Any) -> tuple[Any, ...]:
     """Cut ``td`` in pieces: ``whole(leaf)`` gives all pieces of a leaf at once and
-    ``parts[i](leaf)`` the i-th alone (used for non-tensor entries and other collections).
+    ``indices[i]`` (a batch index) the i-th alone. Other collections are indexed, so
+    that the pieces of a lazy stack are views of its parts, as upstream (ParallelEnv
+    workers write into the pieces of a shared, lazily stacked buffer).
     """
     if type(td) is not classes.TensorDict:
-        return tuple(td._apply_nest(fn, batch_size=size, names=names, filter_empty=False)
-                     for fn, size in zip(parts, sizes))
+        return tuple(td[index] for index in indices)
     ndim = len(td.batch_size)
     outs: list[dict[str, Any]] = [{} for _ in sizes]
     for key, value in td._tensordict.items():
@@ -94,11 +96,12 @@ def _restructure_parts(td: Any, whole: Callable[[_Tensor], Sequence[_Tensor]],
             continue
         extra = value.batch_size[ndim:]
         if getattr(value, "_is_non_tensor", False):
-            for out, fn, size in zip(outs, parts, sizes):
-                out[key] = value._restructure(fn, size + extra)
+            for out, index, size in zip(outs, indices, sizes):
+                out[key] = value._restructure(operator.itemgetter(index), size + extra)
             continue
         child_names = None if names is None else tuple(names) + tuple(value.names[ndim:])
-        pieces = _restructure_parts(value, whole, parts, [s + extra for s in sizes], child_names)
+        pieces = _restructure_parts(value, whole, indices, [s + extra for s in sizes],
+                                    child_names)
         for out, piece in zip(outs, pieces):
             out[key] = piece
     names = None if names is None or all(n is None for n in names) else tuple(names)
@@ -119,8 +122,9 @@ def _split_along(td: Any, dim: int, sizes: list[int]) -> tuple[Any, ...]:
     starts = [sum(sizes[:i]) for i in range(len(sizes))]
     batch = td.batch_size
     new_sizes = [batch[:dim] + torch.Size([s]) + batch[dim + 1:] for s in sizes]
-    parts = [lambda x, a=a, n=n: x.narrow(dim, a, n) for a, n in zip(starts, sizes)]
-    return _restructure_parts(td, lambda x: x.split(sizes, dim), parts, new_sizes, td.names)
+    lead = (slice(None),) * dim
+    indices = [(*lead, slice(a, a + n)) for a, n in zip(starts, sizes)]
+    return _restructure_parts(td, lambda x: x.split(sizes, dim), indices, new_sizes, td.names)
 
 
 class ShapeOpsMixin:
@@ -228,7 +232,11 @@ class ShapeOpsMixin:
         batch = self.batch_size
         new = batch[:dim] + torch.Size([1]) + batch[dim:]
         names = self.names
-        return self._reshaped(lambda x: x.unsqueeze(dim), new, names[:dim] + [None] + names[dim:])
+
+        def fn(x: _Tensor) -> _Tensor:
+            return x.unsqueeze(dim)
+        fn.non_tensor_stack = True  # type: ignore[attr-defined]  (NonTensorData: a stack)
+        return self._reshaped(fn, new, names[:dim] + [None] + names[dim:])
 
     def atleast_1d(self) -> Any:
         """The TensorDict with at least one batch dim.
@@ -361,6 +369,12 @@ class ShapeOpsMixin:
         >>> TensorDict(a=torch.zeros(3, 4), batch_size=[3]).expand(2, 3)["a"].shape
         torch.Size([2, 3, 4])
         """
+        return self._expand(shape, True)
+
+    def _expand(self, shape: Sequence[Any], non_tensor_stack: bool) -> Any:
+        """:meth:`expand`; ``non_tensor_stack``: whether NonTensorData leaves given new
+        leading dims become NonTensorStacks (``expand``) or stay one value
+        (``broadcast_to``), as upstream."""
         batch = self.batch_size
         new = expand_size(_shape_args(shape), batch)
         try:
@@ -373,15 +387,19 @@ class ShapeOpsMixin:
         ndim = len(batch)
         names = [None] * (len(new) - ndim) + self.names
         lead = tuple(new)
-        return self._reshaped(lambda x: x.expand((*lead, *x.shape[ndim:])), new, names)
+
+        def fn(x: _Tensor) -> _Tensor:
+            return x.expand((*lead, *x.shape[ndim:]))
+        fn.non_tensor_stack = non_tensor_stack  # type: ignore[attr-defined]
+        return self._reshaped(fn, new, names)
 
     def expand_as(self, other: Any) -> Any:
         """Expand to the shape of a tensor or the batch size of a TensorDict."""
         return self.expand(other.batch_size if hasattr(other, "batch_size") else other.shape)
 
     def broadcast_to(self, shape: Sequence[int]) -> Any:
-        """Same as :meth:`expand`."""
-        return self.expand(shape)
+        """Same as :meth:`expand`, except that NonTensorData entries stay one value."""
+        return self._expand((shape,), False)
 
     def repeat(self, *repeats: Any) -> Any:
         """Repeat the batch ``repeats[i]`` times along each batch dim.
@@ -437,8 +455,8 @@ class ShapeOpsMixin:
         new = batch[:dim] + batch[dim + 1:]
         names = self.names
         names = names[:dim] + names[dim + 1:]
-        parts = [lambda x, i=i: x.select(dim, i) for i in range(batch[dim])]
-        return _restructure_parts(self, lambda x: x.unbind(dim), parts, [new] * len(parts),
+        indices = [(*(slice(None),) * dim, i) for i in range(batch[dim])]
+        return _restructure_parts(self, lambda x: x.unbind(dim), indices, [new] * len(indices),
                                   names)
 
     def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Any, ...]:
