@@ -107,9 +107,10 @@ class DeviceMixin:
 
     def clone(self, recurse: bool = True, **kwargs: Any) -> Any:
         """A deep copy (``recurse=False``: new structure, same tensors); never locked."""
-        if recurse:
-            return self._apply_nest(lambda x: x.clone(), filter_empty=False)
-        return self._apply_nest(lambda x: x, filter_empty=False)
+        fn = torch.Tensor.clone if recurse else _same
+        if self.__class__ is classes.TensorDict:  # the traversal without its options
+            return self._map_leaves(fn, None, NO_DEFAULT, NO_DEFAULT, False)
+        return self._apply_nest(fn, filter_empty=False)
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> Any:
         """A :class:`TensorDict` copy: every tensor cloned, every sub-collection (a lazy
@@ -393,3 +394,7 @@ def _make_cast(name: str, dtype: torch.dtype) -> Callable[..., Any]:
 
 for _name, _dtype in _CASTS.items():
     setattr(DeviceMixin, _name, _make_cast(_name, _dtype))
+
+
+def _same(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor
