@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from tensordict.tabular import _arrow, _files, _pandas
+from tensordict.tabular import _arrow, _files, _mds, _pandas
 
 
 def _constructor(func: Callable[..., Any]) -> classmethod:
@@ -44,4 +44,5 @@ METHODS: dict[str, Any] = {
     "to_json": _files.to_json,
     "to_pandas": _pandas.to_pandas,
     "to_arrow": _arrow.to_arrow,
+    "to_mds": _mds.to_mds,
 }
