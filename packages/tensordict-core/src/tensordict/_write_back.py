@@ -70,9 +70,29 @@ def _path(key: Any) -> tuple[str, ...]:
 
 
 class WriteBackMixin:
-    """Ops for collections whose reads are copies (see the module docstring)."""
+    """Ops for collections whose reads are copies (see the module docstring). Their
+    device is the one they were opened with and their dims have no names."""
 
     __slots__ = ()
+    _names = None
+
+    @property
+    def device(self) -> torch.device | None:
+        return self._device
+
+    @device.setter
+    def device(self, value: Any) -> None:
+        raise RuntimeError(f"the device of a {type(self).__name__} is set when it is opened "
+                           "(device=...); use .to(device) for an in-memory copy")
+
+    @property
+    def names(self) -> list[str | None]:
+        return [None] * self.batch_dims
+
+    @names.setter
+    def names(self, value: Any) -> None:
+        if value is not None and any(name is not None for name in value):
+            raise NotImplementedError(f"a {type(self).__name__} has no dim names")
 
     def _apply_nest(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
         local = self.to_tensordict()

@@ -214,26 +214,6 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
         if self.mode != "r":
             _store_batch_size(self._format, self._group, size)
 
-    @property
-    def device(self) -> torch.device | None:
-        return self._device
-
-    @device.setter
-    def device(self, value: Any) -> None:
-        raise RuntimeError("the device of a PersistentTensorDict is set when it is opened "
-                           "(device=...); use .to(device) for an in-memory copy")
-
-    @property
-    def names(self) -> list[str | None]:
-        return [None] * len(self._batch_size)
-
-    @names.setter
-    def names(self, value: Any) -> None:
-        if value is not None and any(name is not None for name in value):
-            raise NotImplementedError("a PersistentTensorDict has no dim names")
-
-    _names = None
-
     def _propagate_lock(self, locked: bool) -> None:
         self._is_locked = locked
         inherited = LOCKED_BY_PARENT if locked else False

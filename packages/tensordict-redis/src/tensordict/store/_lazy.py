@@ -129,16 +129,6 @@ class LazyStackedTensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
                                f"({list(self.batch_size)})")
 
     @property
-    def device(self) -> torch.device | None:
-        return self._device
-
-    @property
-    def names(self) -> list[str | None]:
-        return [None] * (1 + len(self._inner))
-
-    _names = None
-
-    @property
     def stack_dim(self) -> int:
         return 0
 
@@ -317,12 +307,6 @@ class _Element(WriteBackMixin, TensorDictBase):
     @property
     def device(self) -> torch.device | None:
         return self._stack._device
-
-    @property
-    def names(self) -> list[str | None]:
-        return [None] * len(self._stack._inner)
-
-    _names = None
 
     def _propagate_lock(self, locked: bool) -> None:
         self._is_locked = locked

@@ -233,26 +233,6 @@ class TensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
                          json.dumps(list(size)))
         self._batch_size = size
 
-    @property
-    def device(self) -> torch.device | None:
-        return self._device
-
-    @device.setter
-    def device(self, value: Any) -> None:
-        raise RuntimeError("the device of a TensorDictStore is set when it is opened "
-                           "(device=...); use .to(device) for an in-memory copy")
-
-    @property
-    def names(self) -> list[str | None]:
-        return [None] * len(self._batch_size)
-
-    @names.setter
-    def names(self, value: Any) -> None:
-        if value is not None and any(name is not None for name in value):
-            raise NotImplementedError("a TensorDictStore has no dim names")
-
-    _names = None
-
     def _propagate_lock(self, locked: bool) -> None:
         self._is_locked = locked
 
