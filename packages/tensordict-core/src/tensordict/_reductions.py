@@ -62,26 +62,35 @@ def reduce_leaves(td: Any, name: str, dim: Any = NO_DEFAULT, keepdim: bool = Fal
                   reduce: bool | None = None, **kwargs: Any) -> Any:
     """``torch.<name>(leaf, dim, keepdim, **kwargs)`` for every leaf, as documented above."""
     fn = getattr(torch, name)
-    ndim = len(td.batch_size)
     if reduce:
         return _reduce_all(td, fn, dim, keepdim, **kwargs)
     if dim is NO_DEFAULT or dim is None:
         return reduce_fully(td, lambda x: fn(x, **kwargs))
     if isinstance(dim, str):
         _check_feature(dim, keepdim)
-
-        def feature(x: Any) -> Any:
-            if getattr(x, "_is_non_tensor", False):
-                return x
-            if not isinstance(x, _Tensor):  # a sub-TensorDict: its own batch dims are kept
-                return reduce_leaves(x, name, "feature", keepdim, **kwargs)
-            return fn(_flat_features(x, ndim), dim=-1, **kwargs)
-        return td._apply_nest(feature, call_on_nested=True, filter_empty=False)
+        return _over_features(td, lambda flat: fn(flat, dim=-1, **kwargs),
+                              lambda sub: reduce_leaves(sub, name, "feature", **kwargs))
     dims = _dims(td, dim)
     size, names = _reduced_size(td, dims, bool(keepdim))
     dim_arg = dims if len(dims) > 1 else dims[0]
     return td._apply_nest(lambda x: fn(x, dim=dim_arg, keepdim=bool(keepdim), **kwargs),
                           batch_size=size, names=names, filter_empty=False)
+
+
+def _over_features(td: Any, reduce_flat: Callable[[_Tensor], _Tensor],
+                   recurse: Callable[[Any], Any], **kwargs: Any) -> Any:
+    """``reduce_flat`` of every tensor leaf with its feature dims flattened into the last
+    one; ``recurse`` for a sub-collection (which keeps its own batch dims); non-tensor
+    entries as they are. ``kwargs`` go to the traversal (the result's batch size)."""
+    ndim = len(td.batch_size)
+
+    def feature(x: Any) -> Any:
+        if getattr(x, "_is_non_tensor", False):
+            return x
+        if not isinstance(x, _Tensor):
+            return recurse(x)
+        return reduce_flat(_flat_features(x, ndim))
+    return td._apply_nest(feature, call_on_nested=True, filter_empty=False, **kwargs)
 
 
 def _flat_features(x: _Tensor, ndim: int) -> _Tensor:
@@ -113,7 +122,6 @@ def rename_keys(td: Any, key_transform: Callable[[str], Any] | None) -> Any:
 def quantile_leaves(td: Any, q: float | _Tensor, dim: Any, keepdim: bool,
                     interpolation: str, reduce: bool | None) -> Any:
     """``torch.quantile`` of every leaf (see :meth:`ReductionsMixin.quantile`)."""
-    ndim = len(td.batch_size)
     q_shape = q.shape if isinstance(q, _Tensor) else torch.Size()
     keepdim = bool(keepdim)
     if reduce:
@@ -127,18 +135,12 @@ def quantile_leaves(td: Any, q: float | _Tensor, dim: Any, keepdim: bool,
         return reduce_fully(td, lambda x: torch.quantile(x, q, interpolation=interpolation))
     if isinstance(dim, str):
         _check_feature(dim, keepdim)
-
-        def feature(x: Any) -> Any:
-            if getattr(x, "_is_non_tensor", False):
-                return x
-            if not isinstance(x, _Tensor):  # a sub-TensorDict: its own batch dims are kept
-                return quantile_leaves(x, q, "feature", False, interpolation, None)
-            return torch.quantile(_flat_features(x, ndim), q, dim=-1,
-                                  interpolation=interpolation)
         source = td.filter_non_tensor_data() if q_shape else td
-        return source._apply_nest(feature, batch_size=q_shape + td.batch_size if q_shape
-                                  else None, names=None if q_shape else NO_DEFAULT,
-                                  call_on_nested=True, filter_empty=False)
+        return _over_features(
+            source, lambda flat: torch.quantile(flat, q, dim=-1, interpolation=interpolation),
+            lambda sub: quantile_leaves(sub, q, "feature", False, interpolation, None),
+            batch_size=q_shape + td.batch_size if q_shape else None,
+            names=None if q_shape else NO_DEFAULT)
     dims = _dims(td, dim)
     size, names = _reduced_size(td, dims, keepdim)
     return td._apply_nest(lambda x: _quantile_over(x, q, dims, keepdim, interpolation),
