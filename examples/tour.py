@@ -109,7 +109,7 @@ def storage() -> None:
 
 @needs_plugin
 def files() -> None:
-    """Storage backends: HDF5, Zarr, safetensors and Parquet files (each a plugin package).
+    """Storage backends: HDF5, Zarr, safetensors, Parquet and MDS files (plugin packages).
 
     An HDF5 file or a Zarr store opens as a PersistentTensorDict: reads are lazy (only
     the rows an index selects), writes go to the file. A Redis server keeps a
@@ -134,6 +134,9 @@ def files() -> None:
         table = tensordict.from_parquet(os.path.join(folder, "data.parquet"))
         print(f"  {'parquet':<12} one row per element: {table.batch_size[0]} rows, "
               f"columns {sorted(table.keys())}")
+        flat.to_mds(out=os.path.join(folder, "mds"))  # MosaicML Streaming shards
+        print(f"  {'mds':<12} one sample per element: "
+              f"{sorted(os.listdir(os.path.join(folder, 'mds')))}")
 
 
 @needs_plugin
