@@ -313,3 +313,74 @@ def test_nested_typed_field():
     as_dict = Outer(inner={"eta": torch.zeros(5, 3), "X": torch.zeros(5, 4)},
                     z=torch.zeros(5), batch_size=[5])
     assert type(as_dict.inner) is TensorDict  # a dict is no State: no conversion
+
+
+# -- typed entries through stack, cat, pad, reductions, map (as upstream) ------------------
+def _holder(n=5):
+    return TensorDict(st=State(eta=torch.zeros(n, 3), X=torch.ones(n, 4), batch_size=[n]),
+                      a=torch.zeros(n), batch_size=[n])
+
+
+def test_stack_and_cat_keep_the_class():
+    state = _state()
+    plain = state.to_tensordict()
+    for out in (TensorDict.stack([state, state]), TensorDict.cat([state, state]),
+                tensordict.stack([state, plain]), tensordict.cat([state, plain], 0),
+                TensorDict.maybe_dense_stack([state, state]),
+                LazyStackedTensorDict.maybe_dense_stack([state, state]),
+                torch.stack([state, state], 1), tensordict.pad_sequence([state, state[:3]]),
+                tensordict.pad_sequence([state, state[:3]], return_mask=True)):
+        assert type(out) is State and type(out._source) is TensorDict
+    assert TensorDict.stack([state, state], 1).batch_size == (5, 2)
+    assert TensorDict.cat([state, state]).eta.shape == (10, 3)
+    for out in (TensorDict.stack([plain, state]), tensordict.cat([plain, state])):
+        assert type(out) is TensorDict  # the first item's class
+    assert type(LazyStackedTensorDict.maybe_dense_stack([state, state.exclude("X")])) is \
+        LazyStackedTensorDict
+    padded = tensordict.pad_sequence([state, state[:3]], return_mask=True)
+    assert padded.batch_size == (2, 5) and padded["masks", "eta"][1].tolist() == [
+        True, True, True, False, False]
+    out = torch.stack([state, state]).clone()
+    assert torch.stack([state, state], out=out) is out
+
+
+def test_typed_entries_keep_the_class_through_stack_and_cat():
+    holders = [_holder(), _holder()]
+    for out in (TensorDict.stack(holders), TensorDict.cat(holders), torch.stack(holders),
+                torch.cat(holders), LazyStackedTensorDict.maybe_dense_stack(holders),
+                torch.stack(holders[0].unbind(0)),
+                tensordict.pad_sequence([_holder(2), _holder(3)])):
+        assert type(out) is TensorDict and type(out["st"]) is State
+    assert TensorDict.stack(holders)["st"].batch_size == (2, 5)
+    assert TensorDict.stack(holders)["st", "eta"].shape == (2, 5, 3)
+
+
+def test_pad_and_reductions_give_plain_tensordicts():
+    state, holder = _state(), _holder()
+    padded = tensordict.pad(state, [1, 1])
+    assert type(padded) is TensorDict and padded.batch_size == (7,)
+    assert type(tensordict.pad(holder, [0, 1])["st"]) is TensorDict
+    assert holder["st"].__class__ is State  # the input is left as it was
+    for out in (state.sum(0), state.quantile(0.5, 0), state.cummax(0).values,
+                state.cummin(0).values, state.max(0).values, state.amin(0), state.mean()):
+        assert type(out) is TensorDict
+    for out in (holder == holder, holder != holder):
+        assert type(out["st"]) is TensorDict
+
+
+def _negate(td):
+    return -td
+
+
+def test_map_and_map_iter():
+    state = _state().apply(lambda x: x + 1)
+    out = state.map(_negate, chunksize=2, mp_start_method="fork", num_workers=1)
+    assert type(out) is State and (out == -state).all()
+    chunks = list(state.map_iter(_negate, chunksize=2, mp_start_method="fork",
+                                 num_workers=1))
+    assert all(type(chunk) is State for chunk in chunks)
+    assert (torch.cat(chunks) == -state).all()
+    holder = _holder()
+    assert type(holder.map(_negate, chunksize=2, mp_start_method="fork",
+                           num_workers=1)["st"]) is State
+

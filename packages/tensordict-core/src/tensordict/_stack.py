@@ -7,7 +7,8 @@ shapes); non-tensor values become a ``NonTensorStack`` (a single ``NonTensorData
 they are equal and :func:`~tensordict.capture_non_tensor_stack` is on). Lazy stacks
 are stacked (or concatenated) part by part, so the result holds a lazy stack of the
 stacked parts and entries that differ in shape between parts are never stacked. With
-``out=``, every leaf is checked before the first write.
+``out=``, every leaf is checked before the first write. A TypedTensorDict (the first
+TensorDict, or an entry of it) keeps its class; ``pad`` gives plain TensorDicts.
 
 Example:
     >>> import torch
@@ -27,6 +28,7 @@ import torch
 
 from tensordict import errors
 from tensordict._collection import classes, is_tensor_collection
+from tensordict._helpers import _shape
 from tensordict._nontensor import merged_non_tensor
 from tensordict._options import capture_non_tensor_stack, lazy_legacy
 from tensordict._plan import WritePlan
@@ -81,7 +83,7 @@ def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor]
                 out[key] = (stack_unbatched(values, key, batch_size)
                             if value.__class__ is UnbatchedTensor else op(values))
             except (RuntimeError, TypeError) as err:
-                shapes = [tuple(v.shape) if isinstance(v, _Tensor) else type(v).__name__
+                shapes = [tuple(_shape(v)) if isinstance(v, _Tensor) else type(v).__name__
                           for v in values]
                 raise StackMismatchError(
                     f"cannot stack or cat the entry {path + (key,)!r}: incompatible shapes "
@@ -102,12 +104,77 @@ def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor]
                 )
             child_names = None if names is None else tuple(names) + tuple(
                 value.names[parent_ndim:])
-            out[key] = _combine(list(map(entries_of, values)), op, batch_size + extra,
+            combined = _combine(list(map(entries_of, values)), op, batch_size + extra,
                                 parent_ndim, child_names, device, path + (key,), merge_equal,
                                 lazy_op)
+            out[key] = typed_like(value, combined)
     if names is not None:
         names = None if all(n is None for n in names) else tuple(names)
     return classes.TensorDict._from_entries(out, batch_size, device, names)
+
+
+_TYPED: tuple[type, ...] = ()  # TypedTensorDict, set by register_typed (no import cycle)
+
+
+def register_typed(cls: type) -> type:
+    """Class decorator of :class:`~tensordict.TypedTensorDict` (its module imports this one):
+    its instances keep their class through stack, cat and pad_sequence."""
+    global _TYPED
+    _TYPED = (cls,)
+    return cls
+
+
+def typed_hook(value: Any) -> Any:
+    """The ``_typed`` method of a :class:`~tensordict.TypedTensorDict` (it wraps a
+    TensorDict in its class); None for any other value.
+
+    >>> typed_hook(TensorDict()) is None
+    True
+    """
+    cls = value.__class__
+    if cls is classes.TensorDict or cls is _Tensor or not isinstance(value, _TYPED):
+        return None
+    return value._typed
+
+
+def typed_like(first: Any, out: Any) -> Any:
+    """``out``, a TensorDict combined from ``first`` and others, as ``first``'s class when
+    that is a :class:`~tensordict.TypedTensorDict`.
+
+    >>> import torch
+    >>> from torch import Tensor
+    >>> from tensordict import TypedTensorDict
+    >>> class S(TypedTensorDict):
+    ...     x: Tensor
+    >>> type(typed_like(S(x=torch.zeros(1)), TensorDict(x=torch.ones(1)))).__name__
+    'S'
+    """
+    typed = typed_hook(first)
+    return out if typed is None else typed(out)
+
+
+def _untyped(td: Any) -> Any:
+    """``td`` (a new TensorDict, or a TypedTensorDict over one) with every TypedTensorDict
+    in it, itself included, replaced by the TensorDict holding its entries."""
+    if typed_hook(td) is not None:
+        td = td._source
+    if td.__class__ is classes.TensorDict:
+        entries = td._tensordict
+        for key, value in entries.items():
+            if value.__class__ is not _Tensor and not getattr(value, "_is_non_tensor", True):
+                entries[key] = _untyped(value)
+    return td
+
+
+def _retyped(first: Any, out: Any) -> Any:
+    """``out`` (a new TensorDict of ``first``'s structure) with the class of every
+    TypedTensorDict in ``first``, itself included."""
+    entries = out._tensordict
+    for key, value in entries_of(first).items():
+        if value.__class__ is not _Tensor and not getattr(value, "_is_non_tensor", True) and \
+                key in entries:
+            entries[key] = _retyped(value, entries[key])
+    return typed_like(first, out)
 
 
 def _key_mismatch(parts: list[dict[str, Any]], path: tuple[str, ...]) -> StackMismatchError:
@@ -209,9 +276,10 @@ def stack(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noq
     new = batch[:dim] + torch.Size([len(tds)]) + batch[dim:]
     names = tds[0].names
     names = names[:dim] + [None] + names[dim:]
-    return _combine(list(map(entries_of, tds)), lambda xs: torch.stack(xs, dim), new, ndim,
-                    names, _common_device(tds), (), capture_non_tensor_stack(),
-                    lambda stacks: stack_lazy(stacks, dim, maybe_dense_stack))
+    out = _combine(list(map(entries_of, tds)), lambda xs: torch.stack(xs, dim), new, ndim,
+                   names, _common_device(tds), (), capture_non_tensor_stack(),
+                   lambda stacks: stack_lazy(stacks, dim, maybe_dense_stack))
+    return typed_like(tds[0], out)
 
 
 def cat(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa: A002
@@ -241,9 +309,10 @@ def cat(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa:
         for target, values in pairs:
             torch.cat(values, dim, out=target)
         return out
-    return _combine(list(map(entries_of, tds)), lambda xs: torch.cat(xs, dim), new, ndim,
-                    tds[0].names, _common_device(tds), (), True,
-                    lambda stacks: _cat_or_dense(stacks, dim))
+    out = _combine(list(map(entries_of, tds)), lambda xs: torch.cat(xs, dim), new, ndim,
+                   tds[0].names, _common_device(tds), (), True,
+                   lambda stacks: _cat_or_dense(stacks, dim))
+    return typed_like(tds[0], out)
 
 
 def _all_lazy(values: Sequence[Any]) -> bool:
@@ -484,6 +553,7 @@ def pad_sequence(list_of_tensordicts: Sequence[Any], pad_dim: int = 0,
         valid = [pad_to(torch.ones(x.shape[:pad_dim + 1], dtype=torch.bool, device=x.device),
                         length, False) for x in leaves]
         masks[key] = torch.stack(valid)
+    result = _retyped(tds[0], result)
     if return_mask:
         mask_key = "masks" if return_mask is True else return_mask
         result.set(mask_key, classes.TensorDict(masks, batch_size=batch_size))
@@ -520,6 +590,7 @@ def pad(tensordict: Any, pad_size: Sequence[int], value: float = 0.0) -> Any:
               if _is_stack(type(entry))}
     rest = tensordict.exclude(*stacks) if stacks else tensordict
     result = rest._apply_nest(fn, batch_size=new, names=tensordict.names, filter_empty=False)
+    result = _untyped(result)  # a TypedTensorDict gives a TensorDict, as upstream's
     for key, entry in stacks.items():
         result.set(key, _pad_stack(entry, lambda x: fn(x, 0)))
     return result

@@ -27,6 +27,7 @@ from tensordict._collection import (
     is_tensor_collection,
     register_class,
 )
+from tensordict._helpers import _shape
 from tensordict._map import MapMixin
 from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nested_key import NestedKey
@@ -109,11 +110,14 @@ class TensorDict(MapMixin, TensorDictBase):
         plain = self._device is None and (lead is not None or not size)
         for key, value in entries.items():
             if key.__class__ is str:
-                if plain and value.__class__ is _Tensor and (
-                        lead is None or (value.ndim and value.shape[0] == lead)):
-                    store[key] = value
-                else:
-                    store[key] = self._validate_value(value, key, non_blocking)
+                try:  # (a strided nested tensor has no .shape: _validate_value checks it)
+                    if plain and value.__class__ is _Tensor and (
+                            lead is None or (value.ndim and value.shape[0] == lead)):
+                        store[key] = value
+                        continue
+                except RuntimeError:
+                    pass
+                store[key] = self._validate_value(value, key, non_blocking)
             else:
                 self.set(key, value, non_blocking=non_blocking)
         if auto:
@@ -187,7 +191,10 @@ class TensorDict(MapMixin, TensorDictBase):
                                 f"{list(new)} of a")
         widen = []
         for key, entry in self._tensordict.items():
-            shape = entry.batch_size if is_tensor_collection(entry) else entry.shape
+            try:
+                shape = entry.batch_size if is_tensor_collection(entry) else entry.shape
+            except RuntimeError:  # a strided nested tensor: -1 where its components differ
+                shape = _shape(entry)
             if shape[: len(new)] != new:
                 if entry.__class__ is UnbatchedTensor or (
                         getattr(entry, "_is_non_tensor", False) and len(shape) <= len(new)):
@@ -317,11 +324,14 @@ class TensorDict(MapMixin, TensorDictBase):
             if not batch_size:
                 self._tensordict[key] = value
                 return
-            shape = value.shape  # one batch dim (the common case): no Size slicing
-            if (shape and shape[0] == batch_size[0]) if len(batch_size) == 1 else (
-                    shape[: len(batch_size)] == batch_size):
-                self._tensordict[key] = value
-                return
+            try:  # (a strided nested tensor has no .shape: set checks it)
+                shape = value.shape  # one batch dim (the common case): no Size slicing
+                if (shape and shape[0] == batch_size[0]) if len(batch_size) == 1 else (
+                        shape[: len(batch_size)] == batch_size):
+                    self._tensordict[key] = value
+                    return
+            except RuntimeError:
+                pass
         elif key.__class__ is tuple and value.__class__ is _Tensor and len(key) > 1:
             node: Any = self
             try:  # an existing parent through plain TensorDicts: set there
@@ -390,9 +400,12 @@ class TensorDict(MapMixin, TensorDictBase):
             batch_size = self._batch_size
             if value.__class__ is UnbatchedTensor:  # no batch dims to check
                 return value._rebatch(batch_size)
-            if not batch_size:  # nothing to check (nested tensors have no .shape)
+            if not batch_size:  # nothing to check
                 return value
-            shape = value.shape
+            try:
+                shape = value.shape
+            except RuntimeError:  # a strided nested tensor: -1 where its components differ
+                shape = _shape(value)
             if not ((shape and shape[0] == batch_size[0]) if len(batch_size) == 1
                     else shape[: len(batch_size)] == batch_size):
                 raise errors.batch_mismatch(key, shape, batch_size)

@@ -24,10 +24,12 @@ import torch
 import torch.utils._pytree as pytree
 
 from tensordict._base import NO_DEFAULT, TensorDictBase
+from tensordict._map import MapMixin
 from tensordict._nested_key import is_nested_key
 from tensordict._pointwise import PointwiseMixin
 from tensordict._pytree import _flatten_td, _flatten_with_keys, _unflatten
 from tensordict._repr import _compact_fields, _sizes, tensordict_repr
+from tensordict._stack import register_typed
 from tensordict._td import TensorDict
 
 _MISSING: Any = object()
@@ -38,11 +40,10 @@ _VALID = ", ".join((*_OPTIONS, *_NO_EFFECT_OPTIONS))
 #: TensorDicts, as upstream's
 _PLAIN_RESULTS = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "sum", "mean",
                   "std", "var", "prod", "max", "min", "amax", "amin", "nansum", "nanmean",
-                  "all", "any", "is_memmap")
+                  "all", "any", "quantile", "cummax", "cummin", "is_memmap")
 #: methods run by the entries whose results keep the class (with the pointwise ops, for
 #: the dense fast paths)
 _TYPED_RESULTS = ("empty", "memmap", "memmap_like")
-_COMBINE = frozenset({torch.stack, torch.cat, torch.concat, torch.concatenate})
 
 
 class _Field:
@@ -97,7 +98,8 @@ def _on_source(name: str, typed: bool) -> Callable[..., Any]:
     return method
 
 
-class TypedTensorDict(TensorDictBase):
+@register_typed
+class TypedTensorDict(MapMixin, TensorDictBase):
     """A :class:`~tensordict.TensorDictBase` whose fields are declared as class annotations.
 
     Not a :class:`~tensordict.TensorDict` subclass: an instance holds its entries in a
@@ -389,17 +391,6 @@ class TypedTensorDict(TensorDictBase):
 
     def _plan_at_index(self, index: Any, value: Any) -> Any:
         return self._source._plan_at_index(index, value)
-
-    @classmethod
-    def __torch_function__(cls, func: Any, types: Any, args: tuple[Any, ...] = (),
-                           kwargs: dict[str, Any] | None = None) -> Any:
-        """``torch.stack`` and ``torch.cat`` of instances (one first) keep its class."""
-        out = super().__torch_function__(func, types, args, kwargs)
-        if func in _COMBINE and out.__class__ is TensorDict:
-            first = (args[0] if args else kwargs["tensors"])[0]
-            if isinstance(first, TypedTensorDict):
-                return first._typed(out)
-        return out
 
     def __repr__(self) -> str:
         return tensordict_repr(self)

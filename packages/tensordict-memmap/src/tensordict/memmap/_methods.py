@@ -29,9 +29,7 @@ from tensordict.memmap._tensor import MemoryMappedTensor
 PathLike = str | os.PathLike[str]
 
 
-def _target(collection: Any) -> Any:
-    """The TensorDict holding a tensorclass's data; the collection itself otherwise."""
-    return collection._tensordict if _state.kind(collection) == "tensorclass" else collection
+_target = _save.data_of
 
 
 # -- writing --------------------------------------------------------------------------------
@@ -216,8 +214,9 @@ def _adopt(old: Any, new: Any) -> Any:
     what = _state.kind(old)
     if what in ("nontensor", "nontensorstack"):  # nothing memory-mapped to adopt
         return old
-    if what == "tensorclass":
-        _adopt(old._tensordict, new._tensordict)
+    target = _target(old)
+    if target is not old:  # a tensorclass or TypedTensorDict: the TensorDict of its data
+        _adopt(target, _target(new))
         return old
     if what == "lazy":
         for part, new_part in zip(old.tensordicts, new.tensordicts, strict=True):

@@ -35,6 +35,7 @@ from typing import Any
 import torch
 
 from tensordict._futures import TensorDictFuture
+from tensordict._stack import typed_hook, typed_like
 from tensordict.memmap import _atomic, _fake, _jsonsafe, _layout, _nested, _state, _tensor
 from tensordict.memmap._shared_non_tensor import SharedNonTensorData
 from tensordict.memmap._tensor import MemoryMappedTensor
@@ -85,6 +86,24 @@ class _Job:
         if self.result is None:
             self.result = _tensor.map_file(self.filename, self.dtype, self.shape,
                                            writable=writable).as_subclass(MemoryMappedTensor)
+
+
+def data_of(collection: Any) -> Any:
+    """The TensorDict holding the entries of a tensorclass or a TypedTensorDict (the one
+    saved, and marked memmapped); the collection itself otherwise.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(a=torch.zeros(1))
+    >>> data_of(td) is td
+    True
+    """
+    what = _state.kind(collection)
+    if what == "tensorclass":
+        return collection._tensordict
+    if what == "tensordict" and typed_hook(collection) is not None:
+        return collection._source
+    return collection
 
 
 def _link(source: str, dest: str) -> None:
@@ -404,8 +423,9 @@ def _build(node: _Node, built: dict[Any, Any]) -> Any:
         from tensordict._td import TensorDict
 
         names = value.names
-        return TensorDict._from_entries(built, value.batch_size, _CPU,
+        td = TensorDict._from_entries(built, value.batch_size, _CPU,
                                       tuple(names) if any(n is not None for n in names) else None)
+        return typed_like(value, td)  # a TypedTensorDict keeps its class
     if node.kind == "lazy":
         kwargs = {"stack_dim": value.stack_dim}
         if getattr(value, "stack_dim_name", None) is not None:
@@ -422,9 +442,9 @@ def _build(node: _Node, built: dict[Any, Any]) -> Any:
 
 
 def _lock_and_mark(result: Any, node: _Node) -> None:
-    target = result._tensordict if node.kind == "tensorclass" else result
     if node.kind in ("nontensor", "nontensorstack"):
         return
+    target = data_of(result)
     # not lock_(): as upstream, a with block does not unlock the result, and no exit
     # action (a bound method) keeps it alive in a reference cycle until the GC runs
     target._propagate_lock(True)
@@ -432,7 +452,7 @@ def _lock_and_mark(result: Any, node: _Node) -> None:
 
 
 def _mark_tree(collection: Any, node: _Node) -> None:
-    _state.mark(collection, node.folder)
+    _state.mark(data_of(collection), node.folder)
     if node.kind == "lazy":
         for i, part in enumerate(collection.tensordicts):
             _mark_tree(part, node.children[i])
