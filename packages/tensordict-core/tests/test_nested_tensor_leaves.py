@@ -68,7 +68,5 @@ def test_stack_of_nested_leaves_names_the_key():
         torch.stack([td, td])
 
 
-@pytest.mark.xfail(strict=True, reason="auto_batch_size_ (_metadata.py) reads .shape of a "
-                   "strided nested tensor; upstream gives batch_size [2]")
 def test_auto_batch_size():
     assert TensorDict(nt=_nested()).auto_batch_size_().batch_size == (2,)

@@ -20,6 +20,7 @@ import torch
 
 from tensordict import errors
 from tensordict._collection import classes, is_sub_tensordict, is_tensor_collection
+from tensordict._helpers import _shape
 from tensordict._unbatched import UnbatchedTensor
 
 #: The lock state of a collection locked because a collection holding it is (truthy):
@@ -111,15 +112,15 @@ class MetadataMixin:
             value = self._get_str(key)
             if is_sub_tensordict(value):
                 value.auto_batch_size_()
-        shapes = [
-            (v.batch_size if is_tensor_collection(v) else v.shape)
+        shapes = [  # a strided nested tensor: -1 where its components differ
+            (v.batch_size if is_tensor_collection(v) else _shape(v))
             for v in (self._get_str(k) for k in self._keys_str())
             if not getattr(v, "_is_non_tensor", False) and v.__class__ is not UnbatchedTensor
         ]
         common: list[int] = []
         if shapes:
             for sizes in zip(*shapes):
-                if any(s != sizes[0] for s in sizes):
+                if sizes[0] < 0 or any(s != sizes[0] for s in sizes):
                     break
                 common.append(sizes[0])
         if batch_dims is not None:
