@@ -274,9 +274,14 @@ class ShapeOpsMixin:
                              f" got {list(dims)}")
         new = torch.Size([self.batch_size[d] for d in order])
         names = self.names
-        order_t = tuple(order)
-        return self._reshaped(lambda x: x.permute(order_t + tuple(range(ndim, x.ndim))), new,
-                              [names[d] for d in order])
+        perms: dict[int, tuple[int, ...]] = {}  # by leaf ndim: the feature dims stay
+
+        def fn(x: _Tensor) -> _Tensor:
+            perm = perms.get(x.ndim)
+            if perm is None:
+                perm = perms[x.ndim] = (*order, *range(ndim, x.ndim))
+            return x.permute(perm)
+        return self._reshaped(fn, new, [names[d] for d in order])
 
     def transpose(self, dim0: int, dim1: int) -> Any:
         """Swap two batch dims.
