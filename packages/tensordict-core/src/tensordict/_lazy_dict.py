@@ -243,12 +243,16 @@ class LazyDictMixin:
     # -- comparisons and truth, part by part (entries may differ in shape) -----------------
     def _part_op(self, op: Any, other: Any) -> Any:
         """A lazy stack of ``op(part, other's piece)``, or NotImplemented when ``other`` is
-        not a number or a lazy stack cut like this one."""
+        not a number or a collection of this batch size (cut along the stack dim, as
+        upstream: entries that differ in shape across parts compare part by part)."""
         if isinstance(other, (int, float, bool)):
             pieces = [other] * len(self.tensordicts)
         elif isinstance(other, classes.LazyStackedTensorDict) and \
                 other.stack_dim == self.stack_dim and other.batch_size == self.batch_size:
             pieces = other.tensordicts
+        elif isinstance(other, classes.TensorDictBase) and other.batch_size == self.batch_size \
+                and not getattr(other, "_is_non_tensor", False):
+            pieces = other.unbind(self.stack_dim)
         else:
             return NotImplemented
         return type(self)._from_entries([op(td, piece) for td, piece in
