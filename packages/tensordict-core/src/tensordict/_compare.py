@@ -18,7 +18,6 @@ from typing import Any
 import torch
 
 from tensordict._collection import classes, is_tensor_collection, is_tensorclass
-from tensordict._keys import is_leaf_nontensor
 
 
 def leafwise_binary(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> Any:
@@ -150,22 +149,34 @@ def assert_close(actual: Any, expected: Any, rtol: float | None = None,
                         f"{type(actual).__name__} and {type(expected).__name__}")
     # a tensorclass's non-tensor fields read as plain values: compare their storage
     actual, expected = (x._tensordict if is_tensorclass(x) else x for x in (actual, expected))
-    keys = set(actual.keys(True, True, is_leaf=is_leaf_nontensor))
-    other = set(expected.keys(True, True, is_leaf=is_leaf_nontensor))
+    if _is_lazy_stack(actual) or _is_lazy_stack(expected):
+        return _assert_parts_close(actual, expected, rtol, atol, equal_nan, intersection, msg,
+                                   prefix)
+    keys, other = set(actual.keys()), set(expected.keys())
     if intersection:
         keys &= other
     elif keys != other:
         raise KeyError(f"{msg}{' ' if msg else ''}keys differ: only in actual "
-                       f"{sorted(map(str, keys - other))}, only in expected "
-                       f"{sorted(map(str, other - keys))}")
-    for key in [k for k in actual.keys(True, True, is_leaf=is_leaf_nontensor) if k in keys]:
-        path = prefix + (key if isinstance(key, tuple) else (key,))
+                       f"{_key_names(keys - other, prefix)}, only in expected "
+                       f"{_key_names(other - keys, prefix)}")
+    for key in [k for k in actual.keys() if k in keys]:
+        path = prefix + (key,)
         mine, theirs = actual.get(key), expected.get(key)
         if getattr(mine, "_is_non_tensor", False) or getattr(theirs, "_is_non_tensor", False):
-            if not bool(torch.as_tensor(mine == theirs).all()):
+            if not _nontensor_equal(mine, theirs):
                 raise AssertionError(f"{msg}{' ' if msg else ''}key {path} does not match: "
                                      f"{mine!r} != {theirs!r}")
             continue
+        nested = is_tensor_collection(mine), is_tensor_collection(theirs)
+        if nested == (True, True):
+            assert_close(mine, theirs, rtol, atol, equal_nan, intersection, msg, path)
+            continue
+        if True in nested:
+            if intersection:
+                continue
+            raise KeyError(f"{msg}{' ' if msg else ''}keys differ: {path} holds a "
+                           f"{type(mine).__name__} in actual, a {type(theirs).__name__} in "
+                           f"expected")
         try:
             torch.testing.assert_close(mine, theirs, rtol=rtol, atol=atol, equal_nan=equal_nan)
         except AssertionError as err:
@@ -174,6 +185,50 @@ def assert_close(actual: Any, expected: Any, rtol: float | None = None,
             raise AssertionError(f"{msg}{' ' if msg else ''}key {path} does not match, got "
                                  f"mse = {mse:.4f}\n{err}") from None
     return True
+
+
+def _is_lazy_stack(td: Any) -> bool:
+    return isinstance(td, classes.LazyStackedTensorDict) and not getattr(td, "_is_non_tensor",
+                                                                          False)
+
+
+def _key_names(keys: set[str], prefix: tuple[str, ...]) -> list[str]:
+    """Sorted names of ``keys`` under ``prefix``: ``'a'`` at the root, ``"('n', 'a')"``
+    below it."""
+    return sorted(str(prefix + (key,)) if prefix else key for key in keys)
+
+
+def _assert_parts_close(actual: Any, expected: Any, rtol: float | None, atol: float | None,
+                        equal_nan: bool, intersection: bool, msg: str,
+                        prefix: tuple[str, ...]) -> bool:
+    """:func:`assert_close` of a lazy stack part by part (its parts may be ragged) along
+    its stack dimension; the other collection is unbound along the same one."""
+    if actual.batch_size != expected.batch_size:
+        raise AssertionError(f"{msg}{' ' if msg else ''}batch sizes differ at {prefix}: "
+                             f"{actual.batch_size} != {expected.batch_size}")
+    dim = (actual if _is_lazy_stack(actual) else expected).stack_dim
+    for mine, theirs in zip(actual.unbind(dim), expected.unbind(dim)):
+        assert_close(mine, theirs, rtol, atol, equal_nan, intersection, msg, prefix)
+    return True
+
+def _nontensor_equal(mine: Any, theirs: Any) -> bool:
+    """Whether two leaves, at least one of them non-tensor, hold equal objects: Python's
+    list equality of their ``tolist()``, which tries identity first, so an object whose
+    ``==`` has no truth value (a weakref to a TensorDict) equals itself; a comparison
+    without a truth value between distinct objects is a mismatch.
+
+    >>> from tensordict import NonTensorData, NonTensorStack
+    >>> _nontensor_equal(NonTensorStack("a", "b"), NonTensorStack("a", "b"))
+    True
+    >>> _nontensor_equal(NonTensorData("a"), torch.zeros(()))
+    False
+    """
+    if not (getattr(mine, "_is_non_tensor", False) and getattr(theirs, "_is_non_tensor", False)):
+        return False
+    try:
+        return [mine.tolist()] == [theirs.tolist()]
+    except (RuntimeError, ValueError):  # e.g. bool() of a TensorDict or a multi-element tensor
+        return False
 
 
 assert_allclose_td = assert_close

@@ -248,6 +248,15 @@ class NonTensorData(NonTensorDataBase):
         return type(self)(data, self._metadata, batch_size=self._batch_size,
                           device=self._device, names=self._names)
 
+    def copy(self) -> NonTensorData:
+        """A copy that holds a deep copy of the object, as :meth:`clone` (as upstream).
+
+        >>> data = NonTensorData([1])
+        >>> data.copy().data == data.data, data.copy().data is data.data
+        (True, False)
+        """
+        return self.clone()
+
     def maybe_to_stack(self) -> NonTensorData | Any:
         """A NonTensorStack with one element per batch element (self when 0-dim).
 

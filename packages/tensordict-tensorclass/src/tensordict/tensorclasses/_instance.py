@@ -210,6 +210,13 @@ class TensorClassBase(Wrapper):
     def _index(self, index: Any) -> Any:
         return type(self)._from_storage(self._tensordict._index(index))
 
+    # nested select/exclude (``td.select(("tc", "a"))``) keep the class, as upstream
+    def _selected(self, tree: dict[str, Any], strict: bool, prefix: tuple[str, ...]) -> Any:
+        return type(self)._from_storage(self._tensordict._selected(tree, strict, prefix))
+
+    def _excluded(self, tree: dict[str, Any]) -> Any:
+        return type(self)._from_storage(self._tensordict._excluded(tree))
+
     def _set_at_index(self, index: Any, value: Any) -> None:
         self._tensordict._set_at_index(index, value._tensordict if _is_tensorclass(value)
                                        else value)
