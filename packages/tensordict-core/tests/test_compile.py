@@ -123,6 +123,7 @@ SINGLE_OPS = {
     "reshape": lambda td: td.reshape(1, 3),
     "unsqueeze": lambda td: td.unsqueeze(0),
     "sum": lambda td: td.sum(),
+    "in_place_arithmetic": lambda td: td.mul_(2).add_(td),
     "tree_map": lambda td: torch.utils._pytree.tree_map(lambda t: t - 1, td),
 }
 

@@ -254,7 +254,10 @@ def _writable(x: _Tensor, y: Any, name: str) -> bool:
 
 def _check_writable(td: Any, name: str, leaves: list[_Tensor], operand: Any, other: Any,
                     default: Any) -> None:
-    """Raise, naming the key, before an in-place op that would fail half way."""
+    """Raise, naming the key, before an in-place op that would fail half way (not
+    under dynamo: it cannot trace ``torch.result_type``, a dtype)."""
+    if torch.compiler.is_compiling():
+        return
     if isinstance(operand, list):
         ok = all(_writable(x, y, name) for x, y in zip(leaves, operand))
     else:
