@@ -5,7 +5,13 @@ import weakref
 import pytest
 import torch
 
-from tensordict import LazyStackedTensorDict, NonTensorData, TensorDict, assert_close
+from tensordict import (
+    LazyStackedTensorDict,
+    NonTensorData,
+    NonTensorStack,
+    TensorDict,
+    assert_close,
+)
 
 
 def _ragged(value: float = 0.0) -> LazyStackedTensorDict:
@@ -73,3 +79,59 @@ def test_non_tensor_copy_copies_the_object():
     copied = data.copy()
     assert type(copied) is NonTensorData and copied.batch_size == data.batch_size
     assert copied.data == data.data and copied.data is not data.data
+
+
+class TestWhereNonTensor:
+    """A partial reset keeps each env's entries with ``where(mask, reset, out=td)``."""
+
+    def _pair(self):
+        td = TensorDict(s=NonTensorStack(1, 2, 3), a=torch.zeros(3), batch_size=[3])
+        other = TensorDict(s=NonTensorStack(4, 5, 6), a=torch.ones(3), batch_size=[3])
+        return td, other
+
+    def test_where_out_selects_the_objects(self):
+        td, other = self._pair()
+        assert td.where(torch.tensor([True, False, True]), other, out=td) is td
+        assert td["s"] == [1, 5, 3]
+        assert td["a"].tolist() == [0.0, 1.0, 0.0]
+
+    def test_where_non_tensor_cases(self):
+        td, other = self._pair()
+        mask = torch.tensor([True, False, True])
+        assert td.where(mask, other)["s"] == [1, 5, 3]
+        assert td["s"] == [1, 2, 3]
+        assert td.where(torch.ones(3, dtype=torch.bool), other)["s"] == [1, 2, 3]
+        assert td.where(mask, 0)["s"] == [1, 2, 3]  # no other objects
+        x = TensorDict(s="x", batch_size=[3])
+        assert x.where(mask, TensorDict(s="y", batch_size=[3]))["s"] == ["x", "y", "x"]
+        same = x.where(mask, TensorDict(s="x", batch_size=[3]))._tensordict["s"]
+        assert type(same) is NonTensorData and same.data == "x"
+        nested = TensorDict(n=TensorDict(s=NonTensorStack.from_list([[1, 2], [3, 4]]),
+                                         batch_size=[2, 2]), batch_size=[2])
+        theirs = TensorDict(n=TensorDict(s=NonTensorStack.from_list([[5, 6], [7, 8]]),
+                                         batch_size=[2, 2]), batch_size=[2])
+        picked = nested.where(torch.tensor([False, True]), theirs)
+        assert picked["n", "s"] == [[5, 6], [3, 4]]
+
+    def test_update_replaces_a_non_tensor_stack(self):
+        td, other = self._pair()
+        td.update(other.select("s"))
+        assert td["s"] == [4, 5, 6]
+
+
+def test_where_pad_keeps_the_leaf_dtype():
+    """A partial reset of workers without buffers pads ``done`` (bool) with 0."""
+    mask = torch.tensor([True, False])
+    done = TensorDict(d=torch.ones(2, dtype=torch.bool), batch_size=[2])
+    empty = TensorDict(batch_size=[2])
+    assert done.where(mask, empty, pad=0)["d"].dtype == torch.bool
+    assert empty.where(mask, done, pad=0)["d"].tolist() == [False, True]
+    assert done.where(mask, 0)["d"].dtype == torch.int64  # a scalar other promotes
+
+
+def test_stack_errors_carry_the_words_torchrl_matches():
+    """TorchRL's rollout tells dynamic specs apart by these messages' first words."""
+    with pytest.raises(RuntimeError, match="The shapes of the tensors to stack is incompatible"):
+        torch.stack([TensorDict(a=torch.zeros(1, 2)), TensorDict(a=torch.zeros(2, 2))])
+    with pytest.raises(RuntimeError, match="The sets of keys in the tensordicts to stack are"):
+        torch.stack([TensorDict(a=torch.zeros(1)), TensorDict(b=torch.zeros(1))])

@@ -28,3 +28,11 @@ def test_nested_exclude_keeps_the_class():
     assert out["tc"].field0 is None
     assert (out["tc"].field1 == 0).all()
 
+
+
+def test_stack_and_cat_keep_a_tensorclass_entry():
+    """A rollout stacks steps holding a tensorclass entry: it stays one."""
+    stacked = torch.stack([_td(), _td()])
+    assert type(stacked["tc"]) is TC and stacked["tc"].batch_size == (2,)
+    assert type(stacked[-1]["tc"]) is TC and stacked["tc"].field0 == ["0", "0"]
+    assert type(torch.cat([stacked, stacked])["tc"]) is TC

@@ -540,8 +540,10 @@ class DictMixin(RestructureMixin, MetadataMixin):
 
 
 def _is_mapping_like(value: Any) -> bool:
-    """A mapping or a (non-tensor-data) TensorDict: merged into sub-TensorDicts by update."""
-    return isinstance(value, Mapping) or is_sub_tensordict(value)
+    """A TensorDict (not non-tensor data) or another mapping: merged into sub-TensorDicts
+    by update."""
+    return is_sub_tensordict(value) or (isinstance(value, Mapping)
+                                        and not is_tensor_collection(value))
 
 
 def _flat_items(source: Any) -> Iterable[tuple[NestedKey, Any]]:

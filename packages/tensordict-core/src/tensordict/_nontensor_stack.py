@@ -123,8 +123,7 @@ class NonTensorStack(LazyStackedTensorDict):
 
     def _flat(self) -> list[Any]:
         """The objects in row-major order of the batch (part after part when ragged)."""
-        flats = [td._flat() if isinstance(td, NonTensorStack) else [td.data] * td.numel()
-                 for td in self.tensordicts]
+        flats = list(map(_objects, self.tensordicts))
         if -1 in self.batch_size:
             return [obj for flat in flats for obj in flat]
         located = (self._locate(p) for p in range(self.batch_size.numel()))
@@ -211,6 +210,29 @@ class NonTensorStack(LazyStackedTensorDict):
         if batch_size is not None:
             return self._restructure(fn, batch_size)
         return self if device is NO_DEFAULT else self.to(device)
+
+    @staticmethod
+    def _where_objects(condition: torch.Tensor, mine: Any, theirs: Any) -> Any:
+        """``torch.where`` for two non-tensor entries of one batch size (``condition`` over its
+        leading dims): the objects of ``mine`` where it is True, else those of ``theirs``.
+
+        >>> NonTensorStack._where_objects(torch.tensor([True, False]), NonTensorStack(1, 2),
+        ...                               NonTensorStack(3, 4)).tolist()
+        [1, 4]
+        """
+        if bool(condition.all()) or (mine.__class__ is theirs.__class__ is NonTensorData
+                                     and same_value(mine.data, theirs.data)):
+            return mine
+        if not bool(condition.any()):
+            return theirs
+        shape = mine.batch_size
+        size = shape.numel()
+        cond = condition.reshape(condition.shape + (1,) * (len(shape) - condition.ndim))
+        picked = torch.where(cond, torch.arange(size).reshape(shape),
+                             torch.arange(size, 2 * size).reshape(shape))
+        flat = [_objects(mine), _objects(theirs)]
+        objects = [flat[p >= size][p % size] for p in picked.reshape(-1).tolist()]
+        return NonTensorStack.from_list(_nest(objects, shape), shape, mine.device)
 
     def _set_at_index(self, index: Any, value: Any) -> None:
         if -1 in self.batch_size:
@@ -389,6 +411,11 @@ def cat_non_tensor(items: Sequence[Any], dim: int = 0, *, out: Any = None) -> An
     if dim == 0:
         return NonTensorStack(*[piece for item in items for piece in _rows(item)])
     return NonTensorStack(*[cat_non_tensor(row, dim - 1) for row in zip(*map(_rows, items))])
+
+
+def _objects(entry: Any) -> list[Any]:
+    """The objects of a non-tensor entry in row-major order of its batch."""
+    return entry._flat() if isinstance(entry, NonTensorStack) else [entry.data] * entry.numel()
 
 
 def _rows(item: Any) -> list[Any]:

@@ -612,7 +612,12 @@ class ShapeOpsMixin:
 
         def fn(x: _Tensor, *y: Any) -> _Tensor:
             cond = condition.reshape((*condition.shape, *(1,) * (x.ndim - ndim)))
-            return torch.where(cond, x, y[0] if y else other)
+            if not y:
+                return torch.where(cond, x, other)
+            theirs = y[0]
+            if not isinstance(theirs, _Tensor):  # ``pad``: takes the leaf's dtype
+                theirs = torch.as_tensor(theirs, dtype=x.dtype, device=x.device)
+            return torch.where(cond, x, theirs)
 
         others = (other,) if hasattr(other, "_apply_nest") else ()
         kwargs = {} if pad is None else {"default": pad}
@@ -622,7 +627,14 @@ class ShapeOpsMixin:
             for key, value in other.items(True, True):
                 if key not in own:
                     cond = condition.reshape((*condition.shape, *(1,) * (value.ndim - ndim)))
-                    result.set(key, torch.where(cond, pad, value))
+                    mine = torch.as_tensor(pad, dtype=value.dtype, device=value.device)
+                    result.set(key, torch.where(cond, mine, value))
+        if others:  # each non-tensor object comes from self or other, as the leaves do
+            for key, mine in self.non_tensor_items(True):
+                theirs = other.get(key, None)
+                if getattr(theirs, "_is_non_tensor", False):
+                    result.set(key, classes.NonTensorStack._where_objects(condition, mine,
+                                                                          theirs))
         if out is not None:
             return out.update(result, update_batch_size=update_batch_size)
         return result

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from tensordict import errors
-from tensordict._collection import classes, is_tensor_collection
+from tensordict._collection import classes, is_tensor_collection, is_tensorclass
 from tensordict._helpers import _shape
 from tensordict._nontensor import merged_non_tensor
 from tensordict._options import capture_non_tensor_stack, lazy_legacy
@@ -86,8 +86,8 @@ def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor]
                 shapes = [tuple(_shape(v)) if isinstance(v, _Tensor) else type(v).__name__
                           for v in values]
                 raise StackMismatchError(
-                    f"cannot stack or cat the entry {path + (key,)!r}: incompatible shapes "
-                    f"{shapes} ({err})"
+                    f"The shapes of the tensors to stack is incompatible: cannot stack or cat "
+                    f"the entry {path + (key,)!r}: incompatible shapes {shapes} ({err})"
                 ) from None
         elif getattr(value, "_is_non_tensor", False):
             extra = value.batch_size[parent_ndim:]
@@ -107,7 +107,8 @@ def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor]
             combined = _combine(list(map(entries_of, values)), op, batch_size + extra,
                                 parent_ndim, child_names, device, path + (key,), merge_equal,
                                 lazy_op)
-            out[key] = typed_like(value, combined)
+            out[key] = combined if value.__class__ is classes.TensorDict else \
+                _like(value, combined)
     if names is not None:
         names = None if all(n is None for n in names) else tuple(names)
     return classes.TensorDict._from_entries(out, batch_size, device, names)
@@ -153,6 +154,13 @@ def typed_like(first: Any, out: Any) -> Any:
     return out if typed is None else typed(out)
 
 
+def _like(first: Any, out: Any) -> Any:
+    """``out`` as ``first``'s class when that is a tensorclass or a TypedTensorDict."""
+    if is_tensorclass(first):
+        return type(first)._from_tensordict(out)
+    return typed_like(first, out)
+
+
 def _untyped(td: Any) -> Any:
     """``td`` (a new TensorDict, or a TypedTensorDict over one) with every TypedTensorDict
     in it, itself included, replaced by the TensorDict holding its entries."""
@@ -183,7 +191,8 @@ def _key_mismatch(parts: list[dict[str, Any]], path: tuple[str, ...]) -> StackMi
     missing = sorted(path + (k,) for k in keys - other.keys())
     extra = sorted(path + (k,) for k in other.keys() - keys)
     return KeyMismatchError(
-        f"cannot stack or cat TensorDicts with different keys: tensordict {i} lacks "
+        f"The sets of keys in the tensordicts to stack are exclusive: cannot stack or cat "
+        f"TensorDicts with different keys: tensordict {i} lacks "
         f"{missing} and has the extra keys {extra} (use "
         f"LazyStackedTensorDict.maybe_dense_stack or lazy_stack for heterogeneous structures)"
     )
