@@ -155,3 +155,46 @@ def test_lazy_compares_with_dense_and_other_stack_dim():
     assert out["a"].sum() == 3 and bool(out["a"][1, 2].all())
     with pytest.raises(KeyError):
         _ = stack == dense
+
+
+def test_exclude_inplace_deletes_inside_nested_lazy_stack():
+    """In-place exclude deletes where the entry lives (nested lazy stack parts keep their
+    identity), is a no-op on a locked TensorDict when nothing matches, and checks every
+    owner's lock before the first deletion."""
+    from tensordict.errors import LockedTensorDictError
+
+    a = TensorDict({"x": torch.zeros(3), "_p": torch.ones(3)}, [3])
+    b = TensorDict({"x": torch.zeros(3), "_p": torch.ones(3), "y": torch.ones(3)}, [3])
+    lazy = LazyStackedTensorDict.lazy_stack([a, b], 0)
+    root = TensorDict({"lazy": lazy, "z": torch.zeros(2, 3)}, [2, 3]).lock_()
+    assert root.exclude(inplace=True) is root
+    assert root.exclude("missing", ("lazy", "missing"), ("z", "q"), inplace=True) is root
+    with pytest.raises(LockedTensorDictError):
+        root.exclude(("lazy", "y"), inplace=True)
+    assert list(b.keys()) == ["x", "_p", "y"]
+    root.unlock_()
+    assert root.exclude(("lazy", "_p"), ("lazy", "y"), inplace=True) is root
+    assert root.get("lazy") is lazy
+    assert list(a.keys()) == ["x"] and list(b.keys()) == ["x"]
+
+    inner = TensorDict({"m": torch.zeros(3)}, [3]).lock_()
+    outer = TensorDict({"n": inner, "a": torch.zeros(3)}, [3])
+    with pytest.raises(LockedTensorDictError):
+        outer.exclude("a", ("n", "m"), inplace=True)
+    assert list(outer.keys()) == ["n", "a"] and list(inner.keys()) == ["m"]
+
+
+def test_update_nested_lazy_stack_from_shorter_batch_collection():
+    """A lazy stack updated with a TensorDict of a shorter (prefix) batch size takes its
+    entries one by one, each fitted to the stack's batch size."""
+    parts = [TensorDict({"a": torch.zeros(2)}, [2]),
+             TensorDict({"a": torch.zeros(2), "b": torch.zeros(2, 4)}, [2])]
+    lazy = LazyStackedTensorDict.lazy_stack(parts, 0)
+    root = TensorDict({"lazy": lazy}, [])
+    root.update(TensorDict({"lazy": TensorDict({"c": torch.ones(2, 2)}, [])}, []))
+    root.update(TensorDict({"lazy": TensorDict({"a": torch.ones(2, 2)}, [2])}, []))
+    assert root.get("lazy") is lazy
+    assert sorted(lazy.keys()) == ["a", "c"]
+    assert (lazy.get("a") == 1).all() and (parts[1].get("c") == 1).all()
+    with pytest.raises(RuntimeError, match="batch"):
+        root.update(TensorDict({"lazy": TensorDict({"c": torch.ones(3)}, [])}, []))

@@ -649,7 +649,12 @@ class LazyStackedTensorDict(RaggedShapeMixin, LazyDictMixin, DensifyMixin, MapMi
         return out
 
     def _split_other(self, other: Any) -> list[Any]:
-        """Another collection of the stack's batch size, cut into one piece per part."""
+        """Another collection of the stack's batch size, cut into one piece per part (one
+        of a shorter, matching batch size is taken entry by entry, like a dict)."""
+        if is_tensor_collection(other):
+            size = other.batch_size
+            if len(size) < len(self._batch_size) and size == self._batch_size[: len(size)]:
+                other = dict(other.items())
         if isinstance(other, dict):
             if -1 in self._batch_size:  # no TensorDict has a ragged batch: cut each value
                 pieces = {key: self._split(self._validate_value(value, key))

@@ -38,7 +38,7 @@ from tensordict._repr import (
     _sizes,
     compact_repr,
 )
-from tensordict._restructure import KEY_SEPARATOR
+from tensordict._restructure import KEY_SEPARATOR, _key_tree
 from tensordict._shape_ops import check_mask
 
 _LINE_WIDTH = 80
@@ -135,8 +135,15 @@ class LazyDictMixin:
     def exclude(self, *keys: NestedKey, inplace: bool = False) -> Any:
         """A lazy stack of the parts without ``keys``."""
         if inplace:
-            return self._each_("exclude", *keys, inplace=True)
+            return self._exclude_in_place(_key_tree(keys))
         return self._each("exclude", *keys)
+
+    def _exclusions(self, tree: dict[str, Any], found: list[tuple[Any, str]]) -> None:
+        start = len(found)
+        for td in self.tensordicts:
+            td._exclusions(tree, found)
+        if len(found) > start and self.is_locked:
+            raise errors.locked("delete an entry of a")
 
     def flatten_keys(self, separator: str = KEY_SEPARATOR, inplace: bool = False,
                      is_leaf: Any = None) -> Any:

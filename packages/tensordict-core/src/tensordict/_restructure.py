@@ -84,8 +84,33 @@ class RestructureMixin:
         >>> td.exclude("a", ("n", "b"))
         TensorDict(batch_size=[], fields={n: {c: i64[]}})
         """
-        out = self._excluded(_key_tree(keys))
-        return self._replace_contents(out) if inplace else out
+        tree = _key_tree(keys)
+        return self._exclude_in_place(tree) if inplace else self._excluded(tree)
+
+    def _exclude_in_place(self, tree: dict[str, Any]) -> Any:
+        """Delete the entries ``tree`` names where they live (nested TensorDicts and lazy
+        stacks keep their identity); every owner's lock is checked before the first
+        deletion, and a missing key is ignored."""
+        found: list[tuple[Any, str]] = []
+        self._exclusions(tree, found)
+        for owner, _ in found:
+            if owner.is_locked:
+                raise errors.locked("delete an entry of a")
+        for owner, key in found:
+            owner._del_str(key)
+        return self
+
+    def _exclusions(self, tree: dict[str, Any], found: list[tuple[Any, str]]) -> None:
+        """Append ``(owner, key)`` for each existing entry ``tree`` names."""
+        entries = self._entry_dict()
+        for key, below in tree.items():
+            value = entries.get(key)
+            if value is None:
+                continue
+            if below is None:
+                found.append((self, key))
+            elif is_sub_tensordict(value):
+                value._exclusions(below, found)
 
     def _excluded(self, tree: dict[str, Any]) -> Any:
         """A new TensorDict without the entries ``tree`` names (see :func:`_key_tree`)."""
