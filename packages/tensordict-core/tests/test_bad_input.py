@@ -216,8 +216,8 @@ for build in (dense, lazy, lazy1, named):
     case(f"{label}: update through a leaf", build,
          lambda td: td.update({"a": torch.ones(td.batch_size), ("a", "x"): _z(*td.batch_size)}),
          KeyError, "'a'")
-    case(f"{label}: update_, second value a missing key", build,
-         lambda td: td.update_(_bad_second(td)), KeyError, "z")
+    case(f"{label}: update_, every key missing", build,
+         lambda td: td.update_({"zz": _z(*td.batch_size)}), KeyError, "zz")
     case(f"{label}: update_, nested value too short", build,
          lambda td: td.update_(_bad_second(td, nested=True)), RuntimeError, "'c'", "[7]")
     case(f"{label}: update_, trailing dims do not broadcast", build,

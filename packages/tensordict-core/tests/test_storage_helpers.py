@@ -37,11 +37,14 @@ def test_update_checks_every_entry_first():
     with pytest.raises(RuntimeError, match=r"'b'.*\(3,\)"):
         td.update_({"a": torch.full((3, 2), 5.0), "b": torch.zeros(3, 2)})
     assert td["a"].sum() == 0  # nothing written
-    with pytest.raises(KeyError):
-        td.update_({"a": torch.full((3, 2), 5.0), "zzz": torch.zeros(3)})
+    with pytest.raises(KeyError):  # none of the keys exists
+        td.update_({"zzz": torch.zeros(3)})
     assert td["a"].sum() == 0
     td.update_(TensorDict(a=torch.full((2,), 5.0)))  # broadcasts over the batch
     assert td["a"].sum() == 30
+    # as upstream: the keys this TensorDict lacks are skipped when others exist
+    td.update_({"a": torch.full((3, 2), 1.0), "zzz": torch.zeros(3)})
+    assert td["a"].sum() == 6 and "zzz" not in td.keys()
 
 
 def test_rows_written_through_set_at_index():

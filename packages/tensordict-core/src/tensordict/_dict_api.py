@@ -413,7 +413,8 @@ class DictMixin(RestructureMixin, MetadataMixin):
                       clone: bool, non_blocking: bool) -> WritePlan:
         """The checked copies of :meth:`update_`."""
         plan = WritePlan()
-        for key, path, parent, value in self._existing_items(source, keys_to_update, clone):
+        for key, path, parent, value in self._existing_items(source, keys_to_update, clone,
+                                                             skip_missing=True):
             parent._plan_set_(plan, path[-1], value, key, non_blocking)
         return plan
 
@@ -495,12 +496,15 @@ class DictMixin(RestructureMixin, MetadataMixin):
         return value[index]
 
     def _existing_items(self, source: Any, keys_to_update: Sequence[NestedKey] | None,
-                        clone: bool) -> list[tuple[NestedKey, tuple[str, ...], Any, Any]]:
+                        clone: bool, skip_missing: bool = False
+                        ) -> list[tuple[NestedKey, tuple[str, ...], Any, Any]]:
         """``(key, path, parent, value)`` for the leaves of ``source`` (those of
-        ``keys_to_update``) to write in place, each entry checked to exist (KeyError naming
-        the first one that does not); ``parent`` holds it."""
+        ``keys_to_update``) to write in place; ``parent`` holds it. An entry this
+        TensorDict lacks raises KeyError naming it; with ``skip_missing`` (``update_``, as
+        upstream) it is skipped, unless they are all missing."""
         wanted = None if keys_to_update is None else {unravel_key(k) for k in keys_to_update}
         items = []
+        missing: KeyError | None = None
         for key, value in _flat_items(source):
             if wanted is not None and unravel_key(key) not in wanted:
                 if not isinstance(value, classes.LazyStackedTensorDict):
@@ -509,10 +513,18 @@ class DictMixin(RestructureMixin, MetadataMixin):
                 if value is None:
                     continue
             path = key_to_path(key)
-            parent = self._existing_parent(path)  # raises KeyError naming the missing key
+            try:
+                parent = self._existing_parent(path)  # KeyError naming the missing key
+            except KeyError as err:
+                if not skip_missing:
+                    raise
+                missing = missing or err
+                continue
             if clone and isinstance(value, torch.Tensor):
                 value = value.clone()
             items.append((key, path, parent, value))
+        if missing is not None and not items:
+            raise missing
         return items
 
     def _plan_write_at(self, path: tuple[str, ...], index: Any, value: Any) -> WritePlan:

@@ -123,19 +123,27 @@ class WriteBackMixin:
     def update_(self, input_dict_or_td: Mapping[Any, Any] | Any, clone: bool = False, *,
                 keys_to_update: Sequence[Any] | None = None, **kwargs: Any) -> Any:
         """Write each entry of ``input_dict_or_td`` over the stored entry of the same key;
-        every key and shape is checked before the first write."""
+        every key and shape is checked before the first write. As upstream, keys this
+        collection lacks are skipped, unless it lacks them all (KeyError)."""
         source = input_dict_or_td if is_tensor_collection(input_dict_or_td) else \
             classes.TensorDict(dict(input_dict_or_td), batch_size=self.batch_size)
         wanted = None if keys_to_update is None else {_path(k) for k in keys_to_update}
         writes = []
+        missing: KeyError | None = None
         for key, value in source.items(True, True):
             if wanted is not None and _path(key) not in wanted:
                 continue
-            shape = self._stored_shape(key)  # KeyError for a missing key
+            try:
+                shape = self._stored_shape(key)
+            except KeyError as err:
+                missing = missing or err
+                continue
             if isinstance(value, torch.Tensor) and shape is not None:
                 check_fits(value.shape, shape, key)
                 value = value.expand(shape)
             writes.append((key, value))
+        if missing is not None and not writes:
+            raise missing
         for key, value in writes:
             if isinstance(value, torch.Tensor):
                 self.set_(key, value)
