@@ -235,7 +235,7 @@ def test_from_tensordict_shares_entries():
     assert State.from_tensordict(stack)._source is stack
 
 
-def test_pickle_and_memmap(tmp_path):
+def test_pickle():
     state = _state()
     state.note = "kept"
     for out in (pickle.loads(pickle.dumps(state)), pickle.loads(pickle.dumps(
@@ -243,14 +243,6 @@ def test_pickle_and_memmap(tmp_path):
         assert type(out) is State and type(out._source) is TensorDict
         assert (out == state).all() and out.batch_size == (5,)
     assert pickle.loads(pickle.dumps(state)).note == "kept"
-    saved = state.memmap(tmp_path)
-    assert type(saved) is State and saved.is_locked and saved.is_memmap()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.memmap", "eta.memmap",
-                                                          "meta.json"]
-    loaded = TensorDict.load_memmap(tmp_path)
-    assert type(loaded) is TensorDict and (loaded == state).all()
-    assert state.memmap_(tmp_path / "inplace") is state and state.is_locked
-    assert type(_state().memmap_like(tmp_path / "like")) is State
 
 
 def test_options():

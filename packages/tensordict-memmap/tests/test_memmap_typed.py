@@ -73,3 +73,22 @@ def test_make_memmap_and_refresh(tmp_path):
     assert state.memmap_refresh_() is state and "extra" in state.keys()
     with pytest.raises(RuntimeError, match="not memory-mapped"):
         _state().make_memmap("x", [5])
+
+
+def test_memmap_of_a_typed_instance(tmp_path):
+    state = _state()
+    saved = state.memmap(tmp_path)
+    assert type(saved) is State and saved.is_locked and saved.is_memmap()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.memmap", "eta.memmap",
+                                                          "meta.json"]
+    loaded = TensorDict.load_memmap(tmp_path)
+    assert type(loaded) is TensorDict and (loaded == state).all()
+    assert state.memmap_(tmp_path / "inplace") is state and state.is_locked
+    assert type(_state().memmap_like(tmp_path / "like")) is State
+
+
+def test_memmap_of_a_nested_tensor_entry(tmp_path):
+    nested = torch.nested.nested_tensor([torch.zeros(2, 3), torch.ones(4, 3)])
+    saved = TensorDict(nt=nested, x=torch.arange(2), batch_size=[2]).memmap(tmp_path)
+    assert torch.equal(saved["nt"][1], torch.ones(4, 3))
+    assert torch.equal(TensorDict.load_memmap(tmp_path)["nt"][0], torch.zeros(2, 3))
