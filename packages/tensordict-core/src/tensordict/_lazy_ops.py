@@ -85,33 +85,12 @@ def restructure(stack: Any, fn: Callable[[_Tensor], Any], batch_size: torch.Size
         if bool((part == along).all()):
             tds = stack.tensordicts
             if moved.ndim == 1:  # one element of a part each
-                pieces = _elements(tds, part.tolist(), within.tolist())
+                pieces = [_element(tds[k], w) for k, w in zip(part.tolist(), within.tolist())]
             else:
                 pieces = [gather_part(tds[k], within.select(dim, j))
                           for j, k in enumerate(along.reshape(-1).tolist())]
             return type(stack)._from_entries(pieces, dim)
     return None
-
-
-def _elements(parts: Sequence[Any], which: list[int], within: list[int]) -> list[Any]:
-    """Element ``within[i]`` (row-major) of part ``which[i]`` for each i: taken from one
-    unbind of a part that gives several, by index from a part that gives one (or holds
-    non-tensor data)."""
-    uses: dict[int, int] = {}
-    for k in which:
-        uses[k] = uses.get(k, 0) + 1
-    unbound = {k: _unbound(parts[k]) for k, count in uses.items()
-               if count > 1 and not getattr(parts[k], "_is_non_tensor", False)}
-    return [unbound[k][w] if k in unbound else _element(parts[k], w)
-            for k, w in zip(which, within)]
-
-
-def _unbound(part: Any) -> Sequence[Any]:
-    """The elements of ``part`` in row-major order."""
-    size = part.batch_size
-    if not size:
-        return (part,)
-    return (part if len(size) == 1 else part.reshape(-1)).unbind(0)
 
 
 def _element(part: Any, flat: int) -> Any:
