@@ -336,6 +336,24 @@ def _lazy_index():
     return lambda: stack[3]
 
 
+@workload("lazy stack reshape(-1), 10 tds x [4]")
+def _lazy_flatten():
+    stack = LazyStackedTensorDict.lazy_stack([flat(10) for _ in range(10)], 0)
+    return lambda: stack.reshape(-1)
+
+
+@workload("lazy stack unsqueeze(0)")
+def _lazy_unsqueeze():
+    stack = LazyStackedTensorDict.lazy_stack([flat(10) for _ in range(10)], 0)
+    return lambda: stack.unsqueeze(0)
+
+
+@workload("lazy stack unbind(1)")
+def _lazy_unbind():
+    stack = LazyStackedTensorDict.lazy_stack([flat(10) for _ in range(10)], 0)
+    return lambda: stack.unbind(1)
+
+
 # -- nn ------------------------------------------------------------------------------------------
 @workload("TensorDictModule call")
 def _module():

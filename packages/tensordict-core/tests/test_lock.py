@@ -84,3 +84,38 @@ def test_a_locked_or_swapped_tensordict_is_freed_without_the_garbage_collector()
         assert all(ref() is None for ref in refs)  # no reference cycle through the exit stack
     finally:
         gc.enable()
+
+
+LOCKED_AS_UPSTREAM = {  # what upstream 0.15.3 gives of a locked TensorDict of batch [3, 4]
+    "unsqueeze": (lambda t: t.unsqueeze(0), True),
+    "squeeze": (lambda t: t.unsqueeze(0).squeeze(0), True),
+    "view": (lambda t: t.view(-1), True),
+    "reshape": (lambda t: t.reshape(2, 6), True),
+    "permute": (lambda t: t.permute(1, 0), True),
+    "flatten": (lambda t: t.flatten(), True),
+    "unflatten": (lambda t: t.unflatten(1, (2, 2)), True),
+    "expand": (lambda t: t.expand(2, 3, 4), True),
+    "flip": (lambda t: t.flip(0), True),
+    "repeat": (lambda t: t.repeat(2, 1), True),
+    "split": (lambda t: t.split(1)[0], True),
+    "chunk": (lambda t: t.chunk(3)[0], True),
+    "to(float64)": (lambda t: t.to(torch.float64), True),
+    "detach": (lambda t: t.detach(), True),
+    "unbind": (lambda t: t.unbind(1)[0], False),
+    "[0]": (lambda t: t[0], False),
+    "clone": (lambda t: t.clone(), False),
+    "gather": (lambda t: t.gather(0, torch.zeros(1, 4, dtype=torch.long)), False),
+    "view(dtype)": (lambda t: t.view(torch.int32), False),
+}
+
+
+@pytest.mark.parametrize("name", list(LOCKED_AS_UPSTREAM))
+def test_shape_ops_and_casts_keep_the_lock_as_upstream(name):
+    td = TensorDict(a=torch.zeros(3, 4), n={"b": torch.zeros(3, 4)}, batch_size=[3, 4]).lock_()
+    op, locked = LOCKED_AS_UPSTREAM[name]
+    out = op(td)
+    assert out.is_locked is locked and out["n"].is_locked is locked
+    if locked:
+        with pytest.raises(RuntimeError):
+            out["new"] = torch.zeros(out.batch_size)
+    assert set(td.keys()) == {"a", "n"} and td.is_locked

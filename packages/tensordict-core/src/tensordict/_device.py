@@ -65,7 +65,8 @@ class DeviceMixin:
         Accepts a device, a dtype, a tensor or TensorDict (its device), and the
         keywords ``device``, ``dtype``, ``non_blocking`` and ``batch_size``. A ``None``
         device moves nothing; with neither a device nor a dtype, the TensorDict itself is
-        returned (its batch size set in place if ``batch_size`` is given).
+        returned (its batch size set in place if ``batch_size`` is given). The result of a
+        locked TensorDict is locked.
 
         >>> td = TensorDict(a=torch.zeros(2), batch_size=[2])
         >>> td.to(None) is td, td.to(batch_size=[]) is td, td.batch_size
@@ -89,6 +90,8 @@ class DeviceMixin:
                 to_kwargs["dtype"] = dtype
             out = self._apply_nest(lambda x: x.to(**to_kwargs), filter_empty=False,
                                    device=NO_DEFAULT if device is None else device)
+        if out is not self and self.is_locked:  # as upstream
+            out.lock_()
         if batch_size is not None:
             out.batch_size = batch_size
         return out
@@ -139,8 +142,9 @@ class DeviceMixin:
                                               else None)
 
     def detach(self) -> Any:
-        """A TensorDict of detached tensors."""
-        return self._apply_nest(lambda x: x.detach(), filter_empty=False)
+        """A TensorDict of detached tensors (locked if this one is, as upstream)."""
+        out = self._apply_nest(lambda x: x.detach(), filter_empty=False)
+        return out.lock_() if self.is_locked else out
 
     def detach_(self) -> Any:
         """Detach every leaf in place.

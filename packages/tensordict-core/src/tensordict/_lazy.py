@@ -49,13 +49,14 @@ from tensordict._lazy_ops import (
     restructure,
     stack_tensors,
 )
+from tensordict._lazy_shape import LazyShapeMixin
 from tensordict._map import MapMixin
 from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nested_key import NestedKey, key_to_path
 from tensordict._nontensor import merged_non_tensor, unwrap_non_tensor
 from tensordict._options import list_to_stack
 from tensordict._plan import WritePlan, broadcasts_to
-from tensordict._ragged import RaggedShapeMixin, ragged_size, stacked_size
+from tensordict._ragged import ragged_size, stacked_size
 from tensordict._serialization import allow_weights_only_load
 from tensordict._shapes import (
     as_device,
@@ -74,7 +75,7 @@ _UNKNOWN = False  # a device not looked up yet (neither a device nor None; pickl
 
 # The lazy overrides, before the methods every TensorDict shares (TensorDictBase's mixins).
 @register_class
-class LazyStackedTensorDict(RaggedShapeMixin, LazyDictMixin, DensifyMixin, MapMixin,
+class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixin,
                             TensorDictBase):
     """A stack of TensorDicts along ``stack_dim`` that keeps the TensorDicts.
 

@@ -30,7 +30,6 @@ from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._nested_key import NestedKey
 from tensordict._options import get_printoptions
 from tensordict._plan import WritePlan
-from tensordict._ragged import check_not_ragged_dim
 from tensordict._repr import (
     _compact_fields,
     _dtype_abbreviation,
@@ -204,22 +203,6 @@ class LazyDictMixin:
         for td, piece in zip(self.tensordicts, source.tensordicts):
             plan.extend(td._plan_update_(piece, keys_to_update, clone, non_blocking))
         return plan
-
-    def unbind(self, dim: int = 0) -> tuple[Any, ...]:
-        """The slices along ``dim``: the parts themselves along the stack dim.
-
-        >>> parts = [TensorDict(x=torch.zeros(2), batch_size=[2])] * 3
-        >>> TensorDict.lazy_stack(parts).unbind(0)[1] is parts[1]
-        True
-        """
-        ndim = len(self.batch_size)
-        if not -ndim <= dim < ndim:
-            raise IndexError(f"dim {dim} is out of range for batch size {self.batch_size}")
-        dim %= ndim
-        if dim == self.stack_dim:
-            return tuple(self.tensordicts)
-        check_not_ragged_dim(self, dim, "unbind")
-        return tuple(self[(slice(None),) * dim + (i,)] for i in range(self.batch_size[dim]))
 
     def get_nestedtensor(self, key: NestedKey, default: Any = NO_DEFAULT, *,
                          layout: torch.layout | None = None) -> Any:

@@ -231,6 +231,18 @@ class NonTensorData(NonTensorDataBase):
     def __getitem__(self, index: Any) -> NonTensorData:
         return self._rebatch(indexed_batch_size(self._batch_size, index))
 
+    def unbind(self, dim: int = 0) -> tuple[NonTensorData, ...]:
+        """The slices along the batch dim ``dim``, each holding the same object.
+
+        >>> [d.batch_size for d in NonTensorData("a", batch_size=[2, 3]).unbind(1)]
+        [torch.Size([2]), torch.Size([2]), torch.Size([2])]
+        """
+        dim = batch_dim(self, dim)
+        own = self._batch_size
+        names = [n for i, n in enumerate(self._names) if i != dim] if self._names else None
+        return tuple(self._rebatch(own[:dim] + own[dim + 1:], names=names)
+                     for _ in range(own[dim]))
+
     def tolist(self) -> Any:
         """The object repeated over the batch, as nested lists."""
         result: Any = self.data

@@ -44,6 +44,17 @@ def batch_dim(td: Any, dim: int, *, inserting: bool = False,
     return dim % ndim
 
 
+def permutation(td: Any, dims: Sequence[Any]) -> list[int]:
+    """The ``permute`` arguments ``dims`` as non-negative batch dims; ValueError unless they
+    are a permutation of the batch dims of ``td``."""
+    ndim = len(td.batch_size)
+    order = [batch_dim(td, d, error=ValueError) for d in _shape_args(dims)]
+    if sorted(order) != list(range(ndim)):
+        raise ValueError(f"permute needs a permutation of the batch dims {list(range(ndim))}, "
+                         f"got {list(dims)}")
+    return order
+
+
 def _shape_args(args: Sequence[Any]) -> list[int]:
     """``(2, 3)``, ``((2, 3),)`` or ``(torch.Size([2, 3]),)`` as a list of ints."""
     if len(args) == 1 and isinstance(args[0], (Sequence, torch.Size)):
@@ -124,7 +135,11 @@ def _split_along(td: Any, dim: int, sizes: list[int]) -> tuple[Any, ...]:
     new_sizes = [batch[:dim] + torch.Size([s]) + batch[dim + 1:] for s in sizes]
     lead = (slice(None),) * dim
     indices = [(*lead, slice(a, a + n)) for a, n in zip(starts, sizes)]
-    return _restructure_parts(td, lambda x: x.split(sizes, dim), indices, new_sizes, td.names)
+    pieces = _restructure_parts(td, lambda x: x.split(sizes, dim), indices, new_sizes, td.names)
+    if td.is_locked:  # as upstream's split and chunk (not unbind)
+        for piece in pieces:
+            piece.lock_()
+    return pieces
 
 
 class ShapeOpsMixin:
@@ -133,9 +148,13 @@ class ShapeOpsMixin:
     __slots__ = ()
 
     def _reshaped(self, fn: Callable[[_Tensor], _Tensor], batch_size: torch.Size,
-                  names: Sequence[str | None] | None, **checks: Any) -> Any:
-        return self._apply_nest(fn, batch_size=batch_size, names=names, filter_empty=False,
-                                **checks)
+                  names: Sequence[str | None] | None, *, keep_lock: bool = True,
+                  **checks: Any) -> Any:
+        """``fn`` on every leaf, the batch becoming ``batch_size``; locked if this one is
+        (as upstream's shape ops), unless ``keep_lock`` is False."""
+        out = self._apply_nest(fn, batch_size=batch_size, names=names, filter_empty=False,
+                               **checks)
+        return out.lock_() if keep_lock and self.is_locked else out
 
     # -- reshaping -------------------------------------------------------------------------
     def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> Any:
@@ -150,7 +169,7 @@ class ShapeOpsMixin:
         if len(shape) == 1 and isinstance(shape[0], torch.dtype):
             dtype = shape[0]  # the last dim of a leaf may change: the results are checked
             return self._reshaped(lambda x: x.view(dtype), self.batch_size, self.names,
-                                  check_shapes=True)
+                                  keep_lock=False, check_shapes=True)
         shape = size if size is not None else batch_size if batch_size is not None else shape
         new = _infer_size(_shape_args(shape), self.batch_size)
         if new == self.batch_size:
@@ -268,10 +287,7 @@ class ShapeOpsMixin:
         torch.Size([3, 2, 4])
         """
         ndim = len(self.batch_size)
-        order = [batch_dim(self, d, error=ValueError) for d in _shape_args(dims)]
-        if sorted(order) != list(range(ndim)):
-            raise ValueError(f"permute needs a permutation of the batch dims {list(range(ndim))},"
-                             f" got {list(dims)}")
+        order = permutation(self, dims)
         new = torch.Size([self.batch_size[d] for d in order])
         names = self.names
         perms: dict[int, tuple[int, ...]] = {}  # by leaf ndim: the feature dims stay
@@ -382,13 +398,9 @@ class ShapeOpsMixin:
         (``broadcast_to``), as upstream."""
         batch = self.batch_size
         new = expand_size(_shape_args(shape), batch)
-        try:
-            torch.broadcast_shapes(batch, new)
-            if len(new) < len(batch) or torch.broadcast_shapes(batch, new) != new:
-                raise RuntimeError
-        except RuntimeError:
+        if not broadcasts_to(batch, new) or any(n < 0 for n in new):
             raise RuntimeError(f"cannot expand a TensorDict of batch size {batch} to "
-                               f"{list(new)}") from None
+                               f"{list(new)}")
         ndim = len(batch)
         names = [None] * (len(new) - ndim) + self.names
         lead = tuple(new)
@@ -531,7 +543,7 @@ class ShapeOpsMixin:
             idx = index.reshape((*index.shape, *(1,) * len(extra))).expand((*index.shape, *extra))
             return x.gather(dim, idx)
 
-        result = self._reshaped(fn, index.shape, self.names)
+        result = self._reshaped(fn, index.shape, self.names, keep_lock=False)
         if out is not None:
             return out.update_(result)
         return result
@@ -544,7 +556,8 @@ class ShapeOpsMixin:
         """
         dim = batch_dim(self, dim)
         new = self.batch_size[:dim] + torch.Size([index.numel()]) + self.batch_size[dim + 1:]
-        return self._reshaped(lambda x: x.index_select(dim, index), new, self.names)
+        return self._reshaped(lambda x: x.index_select(dim, index), new, self.names,
+                              keep_lock=False)
 
     def masked_select(self, mask: _Tensor) -> Any:
         """The elements where ``mask`` (over the leading batch dims) is True, flattened.
