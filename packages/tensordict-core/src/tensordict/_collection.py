@@ -120,8 +120,8 @@ _COLLECTION_TYPES: dict[type, bool] = {}
 
 
 def is_sub_tensordict(value: Any) -> bool:
-    """True for a TensorDict-like value that holds entries (a TensorDict, a lazy stack...),
-    False for tensors, non-tensor data, tensorclasses and anything else.
+    """True for a value that holds entries (a TensorDict, a lazy stack, a tensorclass
+    instance...), False for tensors, non-tensor data and anything else.
 
     >>> import torch
     >>> from tensordict import NonTensorData, TensorDict
@@ -133,11 +133,25 @@ def is_sub_tensordict(value: Any) -> bool:
         return _NODE_TYPES[cls]
     except KeyError:
         pass
-    answer = issubclass(cls, classes.TensorDictBase) and not getattr(cls, "_is_non_tensor", False)
+    answer = (issubclass(cls, classes.TensorDictBase) and not getattr(cls, "_is_non_tensor", False)
+              ) or bool(getattr(cls, "_is_tensorclass", False))
     if len(_NODE_TYPES) > 4096:
         _NODE_TYPES.clear()
     _NODE_TYPES[cls] = answer
     return answer
+
+
+def acts_as_tensordict(value: Any) -> bool:
+    """True for a TensorDictBase and for a tensorclass instance, which implements the same
+    primitives (``isinstance(instance, TensorDictBase)`` is False, as upstream).
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> acts_as_tensordict(TensorDict()), acts_as_tensordict(torch.zeros(1))
+    (True, False)
+    """
+    return isinstance(value, classes.TensorDictBase) or \
+        bool(getattr(value.__class__, "_is_tensorclass", False))
 
 
 #: type -> whether its instances are sub-TensorDicts

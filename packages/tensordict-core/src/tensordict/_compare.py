@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from tensordict._collection import classes, is_tensor_collection, is_tensorclass
+from tensordict._collection import acts_as_tensordict, classes, is_tensor_collection, is_tensorclass
 
 
 def leafwise_binary(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> Any:
@@ -57,7 +57,7 @@ def _binary_nested(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> Any:
     for key in td._keys_str():
         mine = td._get_str(key)
         theirs = other._get_str(key) if is_tensor_collection(other) else other
-        if isinstance(mine, classes.TensorDictBase) and not getattr(mine, "_is_non_tensor", False) \
+        if acts_as_tensordict(mine) and not getattr(mine, "_is_non_tensor", False) \
                 and not isinstance(mine, classes.LazyStackedTensorDict):
             out[key] = _binary_nested(mine, theirs, op)
         else:  # a leaf, or a lazy stack: it compares part by part (ragged parts too)
@@ -73,7 +73,7 @@ def _truth_flags(td: Any, reducer: str) -> Iterator[bool]:
         value = td._get_str(key)
         if getattr(value, "_is_non_tensor", False):
             continue
-        if isinstance(value, classes.TensorDictBase) and \
+        if acts_as_tensordict(value) and \
                 not isinstance(value, classes.LazyStackedTensorDict):
             yield from _truth_flags(value, reducer)
         else:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tensordict._collection import TensorCollection, classes
+from tensordict._collection import TensorCollection, acts_as_tensordict, classes
 from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 
 _PYTREE_TYPE = "_pytree_type"
@@ -400,7 +400,7 @@ class ConvertMixin:
             value = self._get_str(key)
             if _non_tensor(value):
                 value = unwrap_non_tensor(value)
-            elif isinstance(value, classes.TensorDictBase):
+            elif acts_as_tensordict(value):
                 value = value.to_namedtuple()
             values.append(value)
         return collections.namedtuple("GenericDict", keys, rename=True)(*values)
@@ -422,7 +422,7 @@ class ConvertMixin:
                 container = value.data.type
             elif _non_tensor(value):
                 items[key] = unwrap_non_tensor(value)
-            elif isinstance(value, classes.TensorDictBase):
+            elif acts_as_tensordict(value):
                 items[key] = value.to_pytree()
             else:
                 items[key] = value

@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict import errors
-from tensordict._collection import NO_DEFAULT, classes, is_sub_tensordict, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    acts_as_tensordict,
+    classes,
+    is_sub_tensordict,
+    is_tensor_collection,
+)
 from tensordict._keys import (
     TensorDictItemsView,
     TensorDictKeysView,
@@ -67,7 +73,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
         path = key_to_path(key)
         node: Any = self
         for depth, part in enumerate(path):
-            if not isinstance(node, classes.TensorDictBase) or \
+            if not acts_as_tensordict(node) or \
                     getattr(node, "_is_non_tensor", False):
                 if default is not NO_DEFAULT and not leaf_raises:
                     return default
@@ -106,7 +112,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
             child = node._get_str(part, None)
             if child is None:
                 return node, depth
-            if not isinstance(child, classes.TensorDictBase) or \
+            if not acts_as_tensordict(child) or \
                     getattr(child, "_is_non_tensor", False):
                 raise errors.KeyThroughLeafError(
                     f"{part!r} is a {type(child).__name__}, not a TensorDict, so it has "
@@ -334,7 +340,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
                      ) -> list[tuple[tuple[str, ...], str, Any]]:
         """Validated ``(parent path, key, value)`` writes for :meth:`update` (each one
         allowed by the locks and, in place, fitting the entry it overwrites)."""
-        is_mapping = isinstance(source, (Mapping, classes.TensorDictBase))
+        is_mapping = isinstance(source, Mapping) or acts_as_tensordict(source)
         items = source.items() if is_mapping else source
         writes: list[tuple[tuple[str, ...], str, Any]] = []
         for key, value in items:
@@ -381,7 +387,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
                 if node._is_locked:
                     raise errors.locked(key=part)
                 return node._empty_child()
-            if not isinstance(child, classes.TensorDictBase):
+            if not acts_as_tensordict(child):
                 raise errors.KeyThroughLeafError(
                     f"{part!r} is a {type(child).__name__}, not a TensorDict (writing {path!r})."
                 )
@@ -452,7 +458,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
         >>> td.update_at_({"a": 1.0, "n": {"b": 2.0}}, 1)["n", "b"]
         tensor([0., 2., 0.])
         """
-        if isinstance(input_dict_or_td, classes.TensorDictBase):  # one indexed write, part by part
+        if acts_as_tensordict(input_dict_or_td):  # one indexed write, part by part
             source = input_dict_or_td if keys_to_update is None else \
                 input_dict_or_td.select(*keys_to_update, strict=False)
             for key in source.keys(True, True):  # its entries are not read (may be ragged)
@@ -563,7 +569,7 @@ def _flat_items(source: Any) -> Iterable[tuple[NestedKey, Any]]:
     (it writes itself, part by part: its parts may differ in shape)."""
     if isinstance(source, classes.LazyStackedTensorDict):
         return source.items(True, True, is_leaf=is_leaf_nontensor)
-    if isinstance(source, classes.TensorDictBase):
+    if acts_as_tensordict(source):
         return _leaves_and_lazy_nodes(source, ())
     out: list[tuple[NestedKey, Any]] = []
     for key, value in source.items():

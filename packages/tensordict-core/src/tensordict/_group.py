@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from tensordict._base import TensorDictBase
+from tensordict._collection import acts_as_tensordict
 from tensordict._nested_key import NestedKey
 
 T = TypeVar("T")
@@ -69,7 +69,7 @@ def group_by(tensordict: T, key: NestedKey) -> tuple[torch.Tensor | list[Any], t
         raise KeyError(f"group_by: the tensordict has no entry {key!r}.")
     if getattr(entry, "_is_non_tensor", False):
         values, inverse = _non_tensor_groups(entry, key, td.batch_size[0])
-    elif isinstance(entry, TensorDictBase) or not isinstance(entry, torch.Tensor):
+    elif acts_as_tensordict(entry) or not isinstance(entry, torch.Tensor):
         raise TypeError(f"group_by needs a tensor or non-tensor entry, but {key!r} holds a "
                         f"{type(entry).__name__}.")
     elif entry.ndim == 1:  # no dim=0: keeps NaNs together

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from tensordict import errors
-from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, acts_as_tensordict, classes, is_tensor_collection
 from tensordict._nested_key import NestedKey
 from tensordict._options import get_printoptions
 from tensordict._plan import WritePlan
@@ -240,7 +240,7 @@ class LazyDictMixin:
         elif isinstance(other, classes.LazyStackedTensorDict) and \
                 other.stack_dim == self.stack_dim and other.batch_size == self.batch_size:
             pieces = other.tensordicts
-        elif isinstance(other, classes.TensorDictBase) and other.batch_size == self.batch_size \
+        elif acts_as_tensordict(other) and other.batch_size == self.batch_size \
                 and not getattr(other, "_is_non_tensor", False):
             pieces = other.unbind(self.stack_dim)
         else:

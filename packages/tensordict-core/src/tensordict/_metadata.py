@@ -19,7 +19,11 @@ from typing import Any
 import torch
 
 from tensordict import errors
-from tensordict._collection import classes, is_sub_tensordict, is_tensor_collection
+from tensordict._collection import (
+    acts_as_tensordict,
+    is_sub_tensordict,
+    is_tensor_collection,
+)
 from tensordict._helpers import _shape
 from tensordict._unbatched import UnbatchedTensor
 
@@ -133,7 +137,7 @@ class MetadataMixin:
         self._device = None
         for key in self._keys_str():
             value = self._get_str(key)
-            if isinstance(value, classes.TensorDictBase):
+            if acts_as_tensordict(value):
                 value.clear_device_()
         return self
 

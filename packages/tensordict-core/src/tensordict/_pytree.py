@@ -49,8 +49,7 @@ import torch
 from torch._functorch import vmap as _vmap_impl
 from torch.utils import _pytree as pytree
 
-from tensordict._base import TensorDictBase
-from tensordict._collection import classes, is_tensor_collection
+from tensordict._collection import acts_as_tensordict, classes, is_tensor_collection
 
 _functorch = torch._C._functorch
 _Tensor = torch.Tensor
@@ -93,7 +92,7 @@ def _tensors(children: Iterable[Any]) -> Iterator[_Tensor]:
     for child in children:
         if isinstance(child, _Tensor):
             yield child
-        elif isinstance(child, TensorDictBase) and not getattr(child, "_is_non_tensor", False):
+        elif acts_as_tensordict(child) and not getattr(child, "_is_non_tensor", False):
             yield from _tensors(child._get_str(key) for key in child._keys_str())
 
 
@@ -101,7 +100,7 @@ def _leafless(children: Iterable[Any]) -> bool:
     """True if nothing under ``children`` is a pytree leaf (a tensor, or a placeholder that
     pytree tools put in a rebuilt structure, like vmap's ``in_dims``)."""
     for child in children:
-        if not isinstance(child, TensorDictBase):
+        if not acts_as_tensordict(child):
             return False
         if not child._is_non_tensor and not _leafless(
                 child._get_str(key) for key in child._keys_str()):
@@ -206,7 +205,7 @@ def _fitting_size(children: list[Any], batch_size: torch.Size, leaf: _Tensor | N
     placeholders, e.g. the ``in_dims`` of vmap) do not constrain the batch size.
     """
     shapes = [c.shape if isinstance(c, _Tensor) else c.batch_size
-              for c in children if isinstance(c, (_Tensor, TensorDictBase))]
+              for c in children if isinstance(c, _Tensor) or acts_as_tensordict(c)]
     ndim = len(batch_size)
     if all(s[:ndim] == batch_size for s in shapes):
         return batch_size
@@ -245,7 +244,7 @@ def _unflatten_lazy(children: Any, context: tuple[int, torch.Size]) -> Any:
     """Restack the parts; a dim that ``vmap`` added to every part moves the stack dim."""
     stack_dim, part_size = context
     children = list(children)
-    sizes = {c.batch_size for c in children if isinstance(c, TensorDictBase)}
+    sizes = {c.batch_size for c in children if acts_as_tensordict(c)}
     if any(len(size) < len(part_size) for size in sizes):
         raise ValueError(
             "vmap cannot map over the dims of a LazyStackedTensorDict (each part would be "

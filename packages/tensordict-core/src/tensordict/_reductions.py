@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, classes
+from tensordict._collection import NO_DEFAULT, acts_as_tensordict
 from tensordict._shape_ops import batch_dim
 
 _Tensor = torch.Tensor
@@ -108,12 +108,12 @@ def _check_feature(dim: str, keepdim: Any) -> None:
 def rename_keys(td: Any, key_transform: Callable[[str], Any] | None) -> Any:
     """``td`` with every key, at every level, replaced by ``key_transform(key)`` (None:
     ``td`` itself); a tuple result puts the entry under new sub-TensorDicts."""
-    if key_transform is None or not isinstance(td, classes.TensorDictBase):
+    if key_transform is None or not acts_as_tensordict(td):
         return td
     out = td.empty()
     for key in td._keys_str():
         value = td._get_str(key)
-        if isinstance(value, classes.TensorDictBase) and not value._is_non_tensor:
+        if acts_as_tensordict(value) and not value._is_non_tensor:
             value = rename_keys(value, key_transform)
         out.set(key_transform(key), value)
     return out

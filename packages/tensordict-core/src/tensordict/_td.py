@@ -22,6 +22,7 @@ from tensordict import errors
 from tensordict._base import TensorDictBase
 from tensordict._collection import (
     NO_DEFAULT,
+    acts_as_tensordict,
     classes,
     is_sub_tensordict,
     is_tensor_collection,
@@ -99,7 +100,8 @@ class TensorDict(MapMixin, TensorDictBase):
         self._is_locked = False
         self._exit_stack: list[Any] | None = None
         entries = kwargs if source is None else source
-        if entries.__class__ is not dict and not isinstance(entries, (Mapping, TensorDictBase)):
+        if entries.__class__ is not dict and not (isinstance(entries, Mapping)
+                                                  or acts_as_tensordict(entries)):
             raise ValueError(f"TensorDict source must be a mapping, got {type(entries).__name__}")
         non_blocking = bool(non_blocking)
         store = self._tensordict
@@ -254,7 +256,7 @@ class TensorDict(MapMixin, TensorDictBase):
         self._is_locked = locked
         inherited = LOCKED_BY_PARENT if locked else False
         for entry in self._tensordict.values():
-            if isinstance(entry, TensorDictBase):
+            if acts_as_tensordict(entry):
                 entry._propagate_lock(inherited)
 
     # -- reading -----------------------------------------------------------------------
@@ -380,7 +382,7 @@ class TensorDict(MapMixin, TensorDictBase):
                     check_write(present, value, key)
                     present.copy_(value, non_blocking=non_blocking)
                 return self
-            if isinstance(present, TensorDictBase) and isinstance(value, TensorDictBase):
+            if acts_as_tensordict(present) and acts_as_tensordict(value):
                 present.update_(value)
                 return self
             if isinstance(present, NonTensorData) and isinstance(value, NonTensorData):

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from tensordict import errors
-from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, acts_as_tensordict, classes, is_tensor_collection
 from tensordict._nested_key import NestedKey
 from tensordict._shapes import as_device
 
@@ -280,7 +280,7 @@ class TensorLikeMixin:
         """
         if not fast:
             return self.update_at_(tensordict, idx, non_blocking=non_blocking)
-        if not isinstance(tensordict, classes.TensorDictBase):
+        if not acts_as_tensordict(tensordict):
             raise RuntimeError(_FAST_COPY_ERROR)
         try:
             batch = torch.zeros((), dtype=torch.uint8).expand(self.batch_size)[idx].shape

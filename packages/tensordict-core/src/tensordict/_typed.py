@@ -24,6 +24,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from tensordict._base import NO_DEFAULT, TensorDictBase
+from tensordict._collection import acts_as_tensordict
 from tensordict._map import MapMixin
 from tensordict._nested_key import is_nested_key
 from tensordict._pointwise import PointwiseMixin
@@ -264,7 +265,7 @@ class TypedTensorDict(MapMixin, TensorDictBase):
         """A result computed by the entries, as this class (self for the entries)."""
         if out is self._source:
             return self
-        if out.__class__ is TensorDict or isinstance(out, TensorDictBase):
+        if out.__class__ is TensorDict or acts_as_tensordict(out):
             return type(self)._wrap(out)
         return out
 
@@ -288,7 +289,7 @@ class TypedTensorDict(MapMixin, TensorDictBase):
         if missing:
             raise TypeError(f"{cls.__name__}.from_tensordict() missing required field(s): "
                             f"{missing}")
-        if td.__class__ is not TensorDict and not isinstance(td, TensorDictBase):
+        if td.__class__ is not TensorDict and not acts_as_tensordict(td):
             td = TensorDict(td)
         return cls._wrap(td)
 

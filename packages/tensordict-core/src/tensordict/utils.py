@@ -19,6 +19,7 @@ from typing import TypeVar
 from torch.nn import Buffer
 
 from tensordict._base import is_tensor_collection, is_tensorclass
+from tensordict._collection import acts_as_tensordict
 from tensordict._compare import assert_allclose_td, assert_close
 from tensordict._dedup import isin, remove_duplicates
 from tensordict._deprecation import deprecated_attributes, deprecation_message, warn_deprecated
@@ -70,7 +71,8 @@ def _is_tensorclass(cls: type) -> bool:
 
 __all__ = [
     "Buffer", "KEY_SEPARATOR", "LOGGING_LEVEL", "LinkedList", "NestedKey", "T",
-    "TensorDictFuture", "assert_allclose_td", "assert_close", "capture_non_tensor_stack",
+    "TensorDictFuture", "acts_as_tensordict", "assert_allclose_td", "assert_close",
+    "capture_non_tensor_stack",
     "console_handler", "deprecated_attributes", "deprecation_message", "expand_as_right",
     "expand_right", "formatter", "get_printoptions", "is_bool", "is_floating", "is_inexact",
     "is_integer", "is_non_tensor", "is_seq_of_nested_key", "is_tensor_collection",

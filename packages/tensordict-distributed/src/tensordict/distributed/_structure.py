@@ -36,6 +36,7 @@ from tensordict import (
     TensorDictBase,
     unravel_key_to_tuple,
 )
+from tensordict.utils import acts_as_tensordict
 
 Path = tuple[str, ...]
 Leaf = tuple[Path, tuple[int, ...], str]
@@ -49,7 +50,7 @@ def as_tensordict(td: Any, dense: bool = False) -> TensorDictBase:
         return td
     if getattr(type(td), "_is_tensorclass", False):
         td = td._tensordict
-    if not isinstance(td, TensorDictBase):
+    if not acts_as_tensordict(td):
         raise TypeError(f"expected a TensorDict or a tensorclass instance, "
                         f"got {type(td).__name__}")
     return td.contiguous() if dense and isinstance(td, LazyStackedTensorDict) else td

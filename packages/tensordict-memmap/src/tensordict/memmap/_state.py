@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
-from tensordict._base import TensorDictBase
 from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict.utils import acts_as_tensordict
 
 _REGISTRY: dict[int, tuple[weakref.ref[Any], str | None]] = {}
 _LOCK = threading.Lock()
@@ -39,7 +39,7 @@ def kind(value: Any) -> str:
         return "tensorclass"
     if hasattr(value, "tensordicts") and hasattr(value, "stack_dim"):
         return "lazy"
-    if isinstance(value, TensorDictBase):
+    if acts_as_tensordict(value):
         return "tensordict"
     return "other"
 

@@ -118,7 +118,7 @@ def _split_outputs(name: str, output: Any, out_keys: list[NestedKey]) -> tuple[A
         values: tuple[Any, ...] = ()
     elif isinstance(output, (tuple, list)):
         values = tuple(output)
-    elif isinstance(output, (Mapping, TensorDictBase)) and not is_tensorclass(output):
+    elif isinstance(output, (Mapping, TensorDictBase)):  # not a tensorclass: one value
         found = [output.get(key, None) for key in out_keys]
         absent = [key for key, value in zip(out_keys, found) if value is None]
         if absent and len(absent) < len(out_keys):

@@ -34,6 +34,7 @@ from tensordict import (
 )
 from tensordict.nn.fx import symbolic_trace
 from tensordict.nn.params import TensorDictParams
+from tensordict.utils import acts_as_tensordict
 
 __all__ = [
     "PYTREE_REGISTERED_LAZY_TDS",
@@ -109,7 +110,7 @@ def set_tensor(module: nn.Module, name: str, tensor: torch.Tensor) -> None:
 def _functional_forward(module: nn.Module, forward: Any) -> Any:
     @functools.wraps(forward)
     def wrapper(*args: Any, params: TensorDictBase | None = None, **kwargs: Any) -> Any:
-        if params is None and len(args) >= 2 and isinstance(args[-1], TensorDictBase):
+        if params is None and len(args) >= 2 and acts_as_tensordict(args[-1]):
             args, params = args[:-1], args[-1]
         if params is None:
             return forward(*args, **kwargs)

@@ -23,6 +23,7 @@ from tensordict._base import NO_DEFAULT
 from tensordict._functional import _STACKED_UNINITIALIZED
 from tensordict._pointwise import PointwiseMixin
 from tensordict._torch_function import TorchFunctionMixin
+from tensordict.utils import acts_as_tensordict
 
 __all__ = ["TensorDictParams"]
 
@@ -142,7 +143,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
             parameters = TensorDict(kwargs)
         elif kwargs:
             raise TypeError("TensorDictParams takes a TensorDict or keyword entries, not both")
-        elif not isinstance(parameters, TensorDictBase):
+        elif not acts_as_tensordict(parameters):
             parameters = TensorDict(parameters)
         if isinstance(parameters, TensorDictParams):
             parameters = parameters._param_td
@@ -177,7 +178,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
 
     def _convert(self, value: Any) -> Any:
         convert = not self.no_convert
-        if isinstance(value, TensorDictBase):
+        if acts_as_tensordict(value):
             # _as_leaf keeps shapes: no check (an uninitialized tensor has no shape)
             return value._apply_nest(lambda x: _as_leaf(x, convert), filter_empty=False)
         return _as_leaf(value, convert)
@@ -227,7 +228,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
 
     def update(self, input_dict_or_td: Any, *args: Any, **kwargs: Any) -> TensorDictParams:
         """``TensorDict.update`` with the new values turned into Parameters."""
-        if not isinstance(input_dict_or_td, TensorDictBase):
+        if not acts_as_tensordict(input_dict_or_td):
             input_dict_or_td = TensorDict(input_dict_or_td, batch_size=self.batch_size)
         self._param_td.update(self._convert(input_dict_or_td), *args, **kwargs)
         return self
@@ -309,7 +310,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
         self.__dict__.setdefault("_get_post_hooks", []).append(hook)
 
     def _after_get(self, value: Any) -> Any:
-        if isinstance(value, TensorDictBase):
+        if acts_as_tensordict(value):
             return value
         for hook in self.__dict__.get("_get_post_hooks", ()):
             result = hook(self, value)

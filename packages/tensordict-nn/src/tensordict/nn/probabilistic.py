@@ -57,6 +57,7 @@ from tensordict.nn.utils import (  # noqa: F401 (set_composite_lp_aggregate: ups
     composite_lp_aggregate,
     set_composite_lp_aggregate,
 )
+from tensordict.utils import acts_as_tensordict
 
 __all__ = [
     "InteractionType",
@@ -329,7 +330,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         dist = self.get_dist(tensordict) if dist is None else dist
         if isinstance(dist, CompositeDistribution):
             log_prob = dist.log_prob(tensordict)
-            if isinstance(log_prob, TensorDictBase):
+            if acts_as_tensordict(log_prob):
                 self._update_td_lp(log_prob)
             return log_prob
         return dist.log_prob(tensordict.get(self.dist_sample_keys[0]))
@@ -396,7 +397,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         shape = self._sample_shape()
         if shape:
             tensordict_out = tensordict_out.expand(*shape, *tensordict_out.batch_size)
-        if isinstance(sample, TensorDictBase):
+        if acts_as_tensordict(sample):
             tensordict_out.update(sample)
         else:
             values = sample if isinstance(sample, tuple) else (sample,)

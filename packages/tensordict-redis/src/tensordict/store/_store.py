@@ -532,7 +532,8 @@ def _leaves(td: Any) -> Iterator[tuple[str, Any]]:
 
 
 def _is_stored_leaf(cls: type) -> bool:
-    return not issubclass(cls, TensorDictBase) or getattr(cls, "_is_non_tensor", False)
+    nests = issubclass(cls, TensorDictBase) or getattr(cls, "_is_tensorclass", False)
+    return not nests or getattr(cls, "_is_non_tensor", False)
 
 
 def _reconnect(kwargs: Mapping[str, Any], prefix: str, td_id: str, path: tuple[str, ...],

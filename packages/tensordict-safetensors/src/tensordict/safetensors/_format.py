@@ -38,10 +38,10 @@ from tensordict import (
     NonTensorData,
     NonTensorStack,
     TensorDict,
-    TensorDictBase,
     is_non_tensor,
     is_tensorclass,
 )
+from tensordict.utils import acts_as_tensordict
 
 #: The metadata key of the structure, and the version of its format.
 METADATA_KEY = "tensordict"
@@ -113,7 +113,7 @@ class _Encoder:
         if is_non_tensor(value):
             _check_json(value.data, path)
             return {"non_tensor": value.data}
-        if is_tensorclass(value) or isinstance(value, TensorDictBase):
+        if acts_as_tensordict(value):
             return {"td": self.node(value, path)}
         raise TypeError(f"Cannot save the value at {path} as safetensors: "
                         f"{type(value).__name__} is not supported.")
@@ -147,7 +147,7 @@ def encode(td: Any) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     if is_non_tensor(td):
         raise TypeError("Cannot save a non-tensor value as safetensors: put it in a "
                         "tensordict first.")
-    if not (is_tensorclass(td) or isinstance(td, TensorDictBase)):
+    if not acts_as_tensordict(td):
         raise TypeError(f"to_safetensors expects a tensordict or a tensorclass, got "
                         f"{type(td).__name__}.")
     encoder = _Encoder()

@@ -23,6 +23,7 @@ import torch
 
 from tensordict import TensorDict, TensorDictBase, is_non_tensor, is_tensorclass
 from tensordict.tabular import _columns
+from tensordict.utils import acts_as_tensordict
 
 NestedKey = str | tuple[str, ...]
 Nulls = Literal["raise", "fill", "mask"]
@@ -228,7 +229,7 @@ def _arrays(td: Any, path: tuple[str, ...]) -> dict[str, pa.Array]:
         elif is_non_tensor(value):
             arrays[key] = column_array(_columns.non_tensor_rows(value, td.batch_size[0]),
                                        where)
-        elif isinstance(value, TensorDictBase) or is_tensorclass(value):
+        elif acts_as_tensordict(value):
             children = _arrays(value, where)
             arrays[key] = pa.StructArray.from_arrays(list(children.values()),
                                                      names=list(children))

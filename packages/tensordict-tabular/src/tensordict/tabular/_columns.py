@@ -23,7 +23,8 @@ from typing import Any
 
 import torch
 
-from tensordict import NonTensorStack, TensorDict, TensorDictBase, is_non_tensor, is_tensorclass
+from tensordict import NonTensorStack, TensorDict, is_non_tensor, is_tensorclass
+from tensordict.utils import acts_as_tensordict
 
 #: A column: a 1-D tensor, or a list of Python values (one per row).
 Column = torch.Tensor | list
@@ -67,7 +68,7 @@ def _add_columns(td: Any, path: tuple[str, ...], separator: str | None, rows: in
         elif is_tensorclass(value) and separator is None:
             _put(out, where, separator, [value[i] for i in range(rows)] if td.batch_dims
                  else [value])
-        elif isinstance(value, TensorDictBase) or is_tensorclass(value):
+        elif acts_as_tensordict(value):
             if separator is None:
                 raise ValueError(
                     f"Nested TensorDict at key {_key(where)!r} requires a separator "

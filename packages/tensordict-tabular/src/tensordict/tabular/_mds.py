@@ -33,6 +33,7 @@ from tensordict import (
 )
 from tensordict.tabular import _columns
 from tensordict.tabular._mds_format import MDSColumns, MDSOptions, write_dataset
+from tensordict.utils import acts_as_tensordict
 
 #: The encoding of a tensor whose samples are numbers, by dtype (``bool`` and every
 #: integer dtype are written as Python ints).
@@ -220,7 +221,7 @@ def _column(value: Any, name: str, encoding: str | None,
         encoding = encoding or _value_encoding(rows[0], name)
         _check(name, encoding, rows)
         return encoding, rows
-    if isinstance(value, TensorDictBase) or is_tensorclass(value):
+    if acts_as_tensordict(value):
         if encoding is None:
             raise ValueError(f"Cannot infer the MDS encoding of the nested tensordict at key "
                              f"{name!r}: call td.flatten_keys() before to_mds, or give it an "

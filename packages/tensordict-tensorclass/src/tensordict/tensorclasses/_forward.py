@@ -160,7 +160,7 @@ def deliver(cls: type, result: Any, originals: list[Any]) -> Any:
             return original
     if result.__class__ in (tuple, list):
         return type(result)(deliver(cls, item, originals) for item in result)
-    if (isinstance(result, TensorDictBase) and not _is_tensorclass(result)
+    if (isinstance(result, TensorDictBase)
             and not getattr(result, "_is_non_tensor", False) and fits(cls, result)):
         if originals:
             restore_classes(result, originals[0]._tensordict)

@@ -492,7 +492,7 @@ install_casts(TensorClassBase)
 install_forwarders(TensorClassBase)
 install_plugin_methods(TensorClassBase)
 default_collate_fn_map[TensorClassBase] = _collate
-# Instances are tensor collections, and core recurses into nested ``TensorDictBase``s.
-# Registered rather than inherited: TensorDictBase's methods are not the instances' own.
+# Instances are tensor collections (not TensorDictBases, as upstream: core recurses into
+# them through ``acts_as_tensordict``). Registered rather than inherited: TensorCollection
+# would give them its plugin-method lookup.
 TensorCollection.register(TensorClassBase)
-TensorDictBase.register(TensorClassBase)

@@ -25,6 +25,7 @@ from torch import distributions as D
 from tensordict import NestedKey, TensorDict, TensorDictBase, unravel_key
 from tensordict.nn.distributions.utils import deterministic_sample
 from tensordict.nn.utils import composite_lp_aggregate, set_composite_lp_aggregate
+from tensordict.utils import acts_as_tensordict
 
 __all__ = ["CompositeDistribution", "composite_lp_aggregate", "set_composite_lp_aggregate"]
 
@@ -86,7 +87,7 @@ class CompositeDistribution(D.Distribution):
             if dist_params is None:
                 raise KeyError(f"CompositeDistribution: no parameters at {key!r} "
                                f"(params keys: {list(params.keys(True, True))})")
-            kwargs = dict(dist_params.items()) if isinstance(dist_params, TensorDictBase) \
+            kwargs = dict(dist_params.items()) if acts_as_tensordict(dist_params) \
                 else {}
             dists[key] = dist_class(**kwargs, **extra.get(key, {}))
         self._setup(params.batch_size, dists, name_map, log_prob_key, entropy_key)
@@ -211,7 +212,7 @@ class CompositeDistribution(D.Distribution):
         return out
 
     def _log_probs(self, sample: Any) -> dict[NestedKey, torch.Tensor]:
-        if not isinstance(sample, TensorDictBase):
+        if not acts_as_tensordict(sample):
             raise RuntimeError(f"Expected a tensordict sample, but got a "
                                f"{type(sample).__name__} instead.")
         values = {}
