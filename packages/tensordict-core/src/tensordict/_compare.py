@@ -11,19 +11,33 @@ Example:
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
+from itertools import repeat
 from numbers import Number
 from typing import Any
 
 import torch
 
 from tensordict._collection import acts_as_tensordict, classes, is_tensor_collection, is_tensorclass
+from tensordict._pointwise import dense_leaf_pairs, dense_leaves, rebuild
+
+_Tensor = torch.Tensor
+#: operands compared with every leaf as they are
+_OPERANDS = frozenset({int, float, bool, _Tensor})
 
 
 def leafwise_binary(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> Any:
     """``op(leaf, other_leaf)`` for every leaf; ``other`` a collection, dict, tensor or
     number. Anything else (a string, None, a list...) is never equal to a TensorDict:
     ``==`` gives False and ``!=`` True (see :func:`_incomparable`)."""
+    if td.__class__ is classes.TensorDict:  # dense: no key sets, no checks per leaf
+        xs: list[torch.Tensor] = []
+        if other.__class__ is classes.TensorDict:
+            ys: list[torch.Tensor] = []
+            if dense_leaf_pairs(td._tensordict, other._tensordict, xs, ys):
+                return rebuild(td, map(op, xs, ys), td._device)
+        elif other.__class__ in _OPERANDS and dense_leaves(td._tensordict, xs):
+            return rebuild(td, map(op, xs, repeat(other)), td._device)
     if isinstance(other, Mapping) and not is_tensor_collection(other):
         other = classes.TensorDict(other)
     if is_tensor_collection(other):
@@ -66,32 +80,47 @@ def _binary_nested(td: Any, other: Any, op: Callable[[Any, Any], Any]) -> Any:
                                           getattr(td, "_names", None))
 
 
-def _truth_flags(td: Any, reducer: str) -> Iterator[bool]:
-    """``all()``/``any()`` of each tensor leaf; a lazy stack reduces itself, part by part
-    (its parts may differ in shape)."""
-    for key in td._keys_str():
-        value = td._get_str(key)
-        if getattr(value, "_is_non_tensor", False):
+def _some_leaf_is(td: Any, reducer: Callable[[torch.Tensor], torch.Tensor], want: bool) -> bool:
+    """Whether ``reducer`` (``Tensor.all`` or ``Tensor.any``) of some tensor leaf is
+    ``want``, stopping at the first one; a lazy stack reduces itself, part by part (its
+    parts may differ in shape).
+
+    >>> td = TensorDict(a=torch.ones(2), n={"b": torch.zeros(2)})
+    >>> _some_leaf_is(td, torch.Tensor.all, False), _some_leaf_is(td, torch.Tensor.any, True)
+    (True, True)
+    """
+    dense = classes.TensorDict
+    values = td._tensordict.values() if td.__class__ is dense else \
+        map(td._get_str, td._keys_str())
+    for value in values:
+        cls = value.__class__
+        if cls is _Tensor:  # the common cases first, before the other checks
+            flag = bool(reducer(value))
+        elif cls is not dense and getattr(value, "_is_non_tensor", False):
             continue
-        if acts_as_tensordict(value) and \
+        elif cls is dense or acts_as_tensordict(value) and \
                 not isinstance(value, classes.LazyStackedTensorDict):
-            yield from _truth_flags(value, reducer)
+            if _some_leaf_is(value, reducer, want):
+                return True
+            continue
+        elif is_tensor_collection(value):
+            flag = bool(getattr(value, reducer.__name__)())
         else:
-            yield bool(getattr(value if is_tensor_collection(value) else torch.as_tensor(value),
-                               reducer)())
+            flag = bool(reducer(torch.as_tensor(value)))
+        if flag is want:
+            return True
+    return False
 
 
-def _reduce_truth(td: Any, reducer: str, dim: int | None) -> Any:
-    if dim is None:
-        flags = _truth_flags(td, reducer)
-        return all(flags) if reducer == "all" else any(flags)
+def _reduce_truth(td: Any, reducer: Callable[..., torch.Tensor], dim: int) -> Any:
+    """``all(dim)``/``any(dim)``: a TensorDict of the leaves reduced along ``dim``."""
     ndim = len(td.batch_size)
     if not -ndim <= dim < ndim:
         raise IndexError(f"dim {dim} is out of range for batch size {td.batch_size}")
     dim = dim % ndim
     new_size = td.batch_size[:dim] + td.batch_size[dim + 1:]
     return td._apply_nest(
-        lambda x: getattr(x, reducer)(dim=dim) if x.ndim else x,
+        lambda x: reducer(x, dim=dim) if x.ndim else x,
         batch_size=new_size,
     )
 
@@ -121,11 +150,15 @@ class CompareMixin:
 
     def all(self, dim: int | None = None) -> Any:
         """True if every element of every leaf is true (a TensorDict with ``dim``)."""
-        return _reduce_truth(self, "all", dim)
+        if dim is None:  # no leaf is all-False
+            return not _some_leaf_is(self, _Tensor.all, False)
+        return _reduce_truth(self, _Tensor.all, dim)
 
     def any(self, dim: int | None = None) -> Any:
         """True if any element of any leaf is true (a TensorDict with ``dim``)."""
-        return _reduce_truth(self, "any", dim)
+        if dim is None:
+            return _some_leaf_is(self, _Tensor.any, True)
+        return _reduce_truth(self, _Tensor.any, dim)
 
 
 def assert_close(actual: Any, expected: Any, rtol: float | None = None,
@@ -210,6 +243,7 @@ def _assert_parts_close(actual: Any, expected: Any, rtol: float | None, atol: fl
     for mine, theirs in zip(actual.unbind(dim), expected.unbind(dim)):
         assert_close(mine, theirs, rtol, atol, equal_nan, intersection, msg, prefix)
     return True
+
 
 def _nontensor_equal(mine: Any, theirs: Any) -> bool:
     """Whether two leaves, at least one of them non-tensor, hold equal objects: Python's

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -18,9 +19,11 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._consolidate import move_consolidated
-from tensordict._pointwise import cast_leaves
+from tensordict._pointwise import cast_leaves, map_dense
 from tensordict._reductions import reduce_fully
 from tensordict._shapes import as_device
+
+_Tensor = torch.Tensor
 
 
 def _parse_to_args(*args: Any, **kwargs: Any) -> tuple[Any, Any, Any, bool]:
@@ -64,28 +67,38 @@ class DeviceMixin:
 
         Accepts a device, a dtype, a tensor or TensorDict (its device), and the
         keywords ``device``, ``dtype``, ``non_blocking`` and ``batch_size``. A ``None``
-        device moves nothing; with neither a device nor a dtype, the TensorDict itself is
-        returned (its batch size set in place if ``batch_size`` is given). The result of a
-        locked TensorDict is locked.
+        device moves nothing; with neither a device nor a dtype, or only the device it is
+        on, the TensorDict itself is returned (its batch size set in place if
+        ``batch_size`` is given). Otherwise the result of a locked TensorDict is locked.
+        Leaves already on the device (of the dtype) are kept, not copied.
 
         >>> td = TensorDict(a=torch.zeros(2), batch_size=[2])
         >>> td.to(None) is td, td.to(batch_size=[]) is td, td.batch_size
         (True, True, torch.Size([]))
+        >>> on_cpu = td.to("cpu")
+        >>> on_cpu is td, on_cpu["a"] is td["a"], on_cpu.to("cpu") is on_cpu
+        (False, True, True)
 
         A consolidated TensorDict (see :meth:`consolidate`) moves as one buffer, and the
         result is consolidated too.
         """
         device, dtype, batch_size, non_blocking = _parse_to_args(*args, **kwargs)
-        out = self if dtype is None and device is None else None
-        if out is None and device is None:
-            out = cast_leaves(self, dtype)  # a dense TensorDict: one _foreach call
-        if out is None and dtype is None:  # consolidated: one buffer to move
-            out = move_consolidated(self, as_device(device), non_blocking)
+        if device is not None:
+            device = as_device(device)
+        if device is None:
+            out = self if dtype is None else _cast(self, dtype, None)
+        elif dtype is None:  # already there (as upstream), consolidated, or dense
+            out = self if device == self.device else move_consolidated(self, device,
+                                                                       non_blocking)
+            if out is None:
+                out = _move_dense(self, device, non_blocking)
+        else:
+            out = None
         if out is None:
             # non_blocking only when set: each keyword costs torch's argument parser time
             to_kwargs: dict[str, Any] = {"non_blocking": True} if non_blocking else {}
             if device is not None:
-                to_kwargs["device"] = device = as_device(device)
+                to_kwargs["device"] = device
             if dtype is not None:
                 to_kwargs["dtype"] = dtype
             out = self._apply_nest(lambda x: x.to(**to_kwargs), filter_empty=False,
@@ -143,7 +156,9 @@ class DeviceMixin:
 
     def detach(self) -> Any:
         """A TensorDict of detached tensors (locked if this one is, as upstream)."""
-        out = self._apply_nest(lambda x: x.detach(), filter_empty=False)
+        out = map_dense(self, _Tensor.detach)
+        if out is None:
+            out = self._apply_nest(_Tensor.detach, filter_empty=False)
         return out.lock_() if self.is_locked else out
 
     def detach_(self) -> Any:
@@ -158,19 +173,23 @@ class DeviceMixin:
         return self
 
     # -- dtypes ----------------------------------------------------------------------------
-    def type(self, dst_type: torch.dtype, *, cast_filter: Callable[[torch.Tensor], bool] |
-             None = None) -> Any:
-        """Cast every leaf (those ``cast_filter`` accepts, if given) to ``dst_type``.
+    def type(self, dst_type: torch.dtype, *,
+             cast_filter: Callable[[tuple[str, ...], torch.Tensor], bool] | None = None) -> Any:
+        """Cast every leaf (those ``cast_filter(key, leaf)`` accepts, ``key`` a tuple of
+        str, if given) to ``dst_type``. Unlike ``to`` and the named casts (``float()``...),
+        the result is never locked, as upstream's.
 
         >>> import tensordict
         >>> td = TensorDict(a=torch.ones(1), b=torch.ones(1, dtype=torch.long))
         >>> td.type(torch.float64, cast_filter=tensordict.is_floating)["b"].dtype
         torch.int64
         """
-        if cast_filter is None:
-            return self._apply_nest(lambda x: x.to(dst_type), filter_empty=False)
-        return self._apply_nest(lambda x: x.to(dst_type) if cast_filter(x) else x,
-                                filter_empty=False)
+        if self.is_locked:
+            warnings.warn("type() returns an unlocked tensordict for a locked one. Starting "
+                          "with TensorDict 0.17, the default will change to a locked result, "
+                          "as int(), float() and to(dtype) return. Call unlock_() on the "
+                          "result if you write into it.", FutureWarning, stacklevel=2)
+        return _cast(self, dst_type, cast_filter)
 
     @property
     def dtype(self) -> torch.dtype | None:
@@ -327,6 +346,26 @@ class DeviceMixin:
         return self
 
 
+def _cast(td: Any, dtype: torch.dtype,
+          cast_filter: Callable[[tuple[str, ...], torch.Tensor], bool] | None) -> Any:
+    """The unlocked result of ``td.type(dtype, cast_filter=cast_filter)``."""
+    if cast_filter is not None:
+        def cast(key: Any, x: torch.Tensor) -> torch.Tensor:
+            return x.to(dtype) if cast_filter(key if key.__class__ is tuple else (key,),
+                                              x) else x
+        return td._apply_nest(cast, named=True, nested_keys=True, filter_empty=False)
+    out = cast_leaves(td, dtype)  # a dense TensorDict: one _foreach call
+    return td._apply_nest(lambda x: x.to(dtype), filter_empty=False) if out is None else out
+
+
+def _move_dense(td: Any, device: torch.device, non_blocking: bool) -> Any:
+    """``td.to(device)`` of a dense TensorDict (None for another collection): leaves
+    already on ``device`` are kept, as ``Tensor.to`` keeps them."""
+    def move(x: torch.Tensor) -> torch.Tensor:
+        return x if x.device == device else x.to(device, non_blocking=non_blocking)
+    return map_dense(td, move, device)
+
+
 def _total(td: Any, measure: Callable[[torch.Tensor], int], count_duplicates: bool) -> int:
     leaves = td._tensor_leaves()
     if not count_duplicates:
@@ -336,41 +375,43 @@ def _total(td: Any, measure: Callable[[torch.Tensor], int], count_duplicates: bo
     return sum(measure(leaf) for leaf in leaves)
 
 
-def is_floating(tensor: torch.Tensor) -> bool:
-    """Cast filter: floating point leaves.
+def is_floating(*args: Any) -> bool:
+    """Cast filter: floating point leaves. Called as ``(leaf)`` or, as the casts call
+    their ``cast_filter``, ``(key, leaf)``.
 
-    >>> is_floating(torch.zeros(1)), is_floating(torch.zeros(1, dtype=torch.long))
+    >>> is_floating(torch.zeros(1)), is_floating(("a",), torch.zeros(1, dtype=torch.long))
     (True, False)
     """
-    return tensor.dtype.is_floating_point
+    return args[-1].dtype.is_floating_point
 
 
-def is_integer(tensor: torch.Tensor) -> bool:
-    """Cast filter: integer (not bool) leaves.
+def is_integer(*args: Any) -> bool:
+    """Cast filter: integer (not bool) leaves; ``(leaf)`` or ``(key, leaf)``.
 
-    >>> is_integer(torch.zeros(1, dtype=torch.long))
-    True
+    >>> is_integer(torch.zeros(1, dtype=torch.long)), is_integer(("a",), torch.zeros(1))
+    (True, False)
     """
-    dtype = tensor.dtype
+    dtype = args[-1].dtype
     return not dtype.is_floating_point and not dtype.is_complex and dtype is not torch.bool
 
 
-def is_bool(tensor: torch.Tensor) -> bool:
-    """Cast filter: bool leaves.
+def is_bool(*args: Any) -> bool:
+    """Cast filter: bool leaves; ``(leaf)`` or ``(key, leaf)``.
 
     >>> is_bool(torch.zeros(1, dtype=torch.bool))
     True
     """
-    return tensor.dtype is torch.bool
+    return args[-1].dtype is torch.bool
 
 
-def is_inexact(tensor: torch.Tensor) -> bool:
-    """Cast filter: floating point or complex leaves.
+def is_inexact(*args: Any) -> bool:
+    """Cast filter: floating point or complex leaves; ``(leaf)`` or ``(key, leaf)``.
 
     >>> is_inexact(torch.zeros(1, dtype=torch.complex64))
     True
     """
-    return tensor.dtype.is_floating_point or tensor.dtype.is_complex
+    dtype = args[-1].dtype
+    return dtype.is_floating_point or dtype.is_complex
 
 
 _CASTS = {
@@ -385,10 +426,13 @@ _CASTS = {
 
 
 def _make_cast(name: str, dtype: torch.dtype) -> Callable[..., Any]:
-    def cast(self: Any, *, cast_filter: Callable[[torch.Tensor], bool] | None = None) -> Any:
-        return self.type(dtype, cast_filter=cast_filter)
+    def cast(self: Any, *, cast_filter: Callable[[tuple[str, ...], torch.Tensor], bool] |
+             None = None) -> Any:
+        out = _cast(self, dtype, cast_filter)
+        return out.lock_() if self.is_locked else out  # as upstream, unlike type()
     cast.__name__ = cast.__qualname__ = name
-    cast.__doc__ = (f"Cast the leaves (those ``cast_filter`` accepts) to ``{dtype}``.\n\n"
+    cast.__doc__ = (f"Cast the leaves (those ``cast_filter(key, leaf)`` accepts) to "
+                    f"``{dtype}``; the result of a locked TensorDict is locked.\n\n"
                     f"        >>> TensorDict(a=torch.zeros(1)).{name}()['a'].dtype"
                     # complex32 is experimental in torch and warns when used
                     f"{'  # doctest: +SKIP' if dtype is torch.complex32 else ''}\n"

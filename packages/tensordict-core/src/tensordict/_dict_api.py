@@ -34,6 +34,8 @@ from tensordict._keys import (
     TensorDictItemsView,
     TensorDictKeysView,
     TensorDictValuesView,
+    TopKeysView,
+    has_leaf,
     is_leaf_nontensor,
 )
 from tensordict._metadata import MetadataMixin
@@ -47,6 +49,8 @@ from tensordict._setitem import plan_leaf_at_index
 
 if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
+
+_new_view = object.__new__
 
 #: How a lazy stack reads entries of different shapes (``get(key, as_list=True)``...);
 #: a dense collection, whose values already are one tensor, accepts and ignores them.
@@ -129,18 +133,20 @@ class DictMixin(RestructureMixin, MetadataMixin):
     def get(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:
         """The value at ``key`` (non-tensor data as ``NonTensorData``), or ``default``.
 
-        A missing key gives ``default`` (None unless given).
+        A missing key gives ``default`` (None unless given; an explicit ``NO_DEFAULT``
+        raises KeyError, as upstream).
 
         >>> td = TensorDict(a=torch.zeros(1))
         >>> td.get("a"), td.get("zzz"), td.get("zzz", 0)
         (tensor([0.]), None, 0)
         """
+        given = bool(args) or "default" in kwargs
         default = kwargs.pop("default", args[0] if args else NO_DEFAULT)
         if kwargs and kwargs.keys() - _STACK_READ_OPTIONS:
             unexpected = sorted(kwargs.keys() - _STACK_READ_OPTIONS)
             raise TypeError(f"get() got unexpected arguments {unexpected}")
         leaf_raises = default is NO_DEFAULT  # a key through a leaf is an error then
-        if leaf_raises and get_defaults_to_none():
+        if leaf_raises and not given and get_defaults_to_none():
             default = None
         return self._get_path(key, default, leaf_raises=leaf_raises)
 
@@ -173,6 +179,10 @@ class DictMixin(RestructureMixin, MetadataMixin):
              is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False
              ) -> TensorDictKeysView:
         """A live view of the keys (nested ones as tuples with ``include_nested``)."""
+        if is_leaf is None and not (include_nested or leaves_only or sort):
+            view = _new_view(TopKeysView)  # (no __init__ call: this is a hot path)
+            view._td = self
+            return view
         return TensorDictKeysView(self, include_nested, leaves_only, is_leaf, sort)
 
     def values(self, include_nested: bool = False, leaves_only: bool = False,
@@ -193,8 +203,15 @@ class DictMixin(RestructureMixin, MetadataMixin):
         return sorted(self._keys_str())
 
     def is_empty(self) -> bool:
-        """True if no tensor or non-tensor leaf is stored (empty sub-TensorDicts aside)."""
-        return next(iter(self.keys(True, True)), None) is None
+        """True if no tensor or non-tensor leaf is stored (empty sub-TensorDicts aside).
+
+        >>> TensorDict(a={}, b={"c": {}}).is_empty(), TensorDict(n={"s": "text"}).is_empty()
+        (True, False)
+        """
+        entries = getattr(self, "_tensordict", None)
+        if entries.__class__ is dict:
+            return not has_leaf(entries, self.__class__)
+        return next(iter(self.keys(True, True)), None) is None  # (a lazy stack...)
 
     @property
     def depth(self) -> int:
@@ -436,8 +453,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
             plan.extend(present._plan_update_(value, None, False, non_blocking))
         elif isinstance(present, torch.Tensor) or isinstance(value, torch.Tensor) or \
                 is_sub_tensordict(present) or is_sub_tensordict(value):
-            raise RuntimeError(f"cannot write a {type(value).__name__} into the entry {path!r}, "
-                               f"a {type(present).__name__}")
+            raise errors.inplace_mismatch(path, present, value)
         else:  # non-tensor data: its content is replaced in place
             plan.call(partial(self._set_str, key, value, inplace=True, validated=True))
 

@@ -98,6 +98,30 @@ def _has_entries(value: Any) -> bool:
     return not getattr(value, "_is_non_tensor", False)
 
 
+def has_leaf(entries: dict[str, Any], dense: type) -> bool:
+    """Whether the stored dict ``entries`` holds a tensor or non-tensor leaf at any depth
+    (empty sub-TensorDicts do not count): the stored dicts of the sub-collections of class
+    ``dense`` (whose ``_tensordict`` is a dict) are walked, no key is listed.
+
+    >>> from tensordict import TensorDict
+    >>> has_leaf({"n": TensorDict()}, TensorDict)
+    False
+    >>> has_leaf({"n": TensorDict(a=torch.zeros(()))}, TensorDict)
+    True
+    """
+    for value in entries.values():
+        cls = value.__class__
+        if cls is _Tensor:
+            return True
+        if cls is dense:
+            if has_leaf(value._tensordict, dense):
+                return True
+        elif isinstance(value, _Tensor) or getattr(value, "_is_non_tensor", False) or \
+                not value.is_empty():
+            return True
+    return False
+
+
 def collect_entries(td: Any, prefix: tuple[str, ...], include_nested: bool,
                     leaves_only: bool, is_leaf: Callable[[type], bool], with_values: bool,
                     out: list[Any]) -> list[Any]:
@@ -238,7 +262,7 @@ class TensorDictKeysView:
 
     def __iter__(self) -> Iterator[NestedKey]:
         if not (self.include_nested or self.leaves_only or self.sort):
-            return self._td._keys_str()
+            return TopKeysView.__iter__(self)  # type: ignore[arg-type]
         keys = self._collect(False)
         if self.sort:
             keys.sort(key=_sort_key)
@@ -250,10 +274,7 @@ class TensorDictKeysView:
 
     def __len__(self) -> int:
         if not (self.include_nested or self.leaves_only):
-            entries = getattr(self._td, "_tensordict", None)
-            if entries.__class__ is dict:
-                return len(entries)
-            return sum(1 for _ in self._td._keys_str())
+            return TopKeysView.__len__(self)  # type: ignore[arg-type]
         return _count_entries(self._td, self.include_nested, self.leaves_only, self.is_leaf)
 
     def __contains__(self, key: object) -> bool:
@@ -279,6 +300,35 @@ class TensorDictKeysView:
         if self.leaves_only:
             flags += ", leaves_only=True"
         return f"{type(self).__name__}({list(self)}{flags})"
+
+
+class TopKeysView(TensorDictKeysView):
+    """The view of ``td.keys()`` (no flag given): the top-level keys, read straight from the
+    stored dict.
+
+    >>> from tensordict import TensorDict
+    >>> keys = TensorDict(a=torch.zeros(()), n={"b": torch.zeros(())}).keys()
+    >>> list(keys), len(keys), "n" in keys, ("n", "b") in keys
+    (['a', 'n'], 2, True, False)
+    """
+
+    __slots__ = ()
+    # the flags are constants (class attributes shadowing the slots)
+    include_nested = leaves_only = sort = False
+    is_leaf = staticmethod(default_is_leaf)
+
+    def __init__(self, td: TensorDictBase) -> None:
+        self._td = td
+
+    def __iter__(self) -> Iterator[str]:
+        entries = getattr(self._td, "_tensordict", None)
+        return iter(entries) if entries.__class__ is dict else self._td._keys_str()
+
+    def __len__(self) -> int:
+        entries = getattr(self._td, "_tensordict", None)
+        if entries.__class__ is dict:
+            return len(entries)
+        return sum(1 for _ in self._td._keys_str())
 
 
 class TensorDictValuesView:

@@ -65,6 +65,18 @@ def _flatten(key: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+def is_flat_path(key: tuple[Any, ...]) -> bool:
+    """Whether every part of the tuple ``key`` is a string (no nesting, no other type).
+
+    >>> is_flat_path(("a", "b")), is_flat_path(("a", ("b",))), is_flat_path(())
+    (True, False, True)
+    """
+    for part in key:
+        if part.__class__ is not str:
+            return False
+    return True
+
+
 def key_to_path(key: NestedKey) -> tuple[str, ...]:
     """``key`` as a flat tuple of strings; raises :class:`InvalidKeyError` (a KeyError)
     for anything that is not a nested key.
@@ -100,18 +112,20 @@ def unravel_key(key: NestedKey) -> NestedKey:
     """
     if key.__class__ is str:
         return key
-    if key.__class__ is tuple:
-        for part in key:  # a flat tuple of strings (the common case) is returned as is
-            if part.__class__ is not str:
-                break
-        else:
-            return key[0] if len(key) == 1 else key
+    if key.__class__ is tuple and is_flat_path(key):  # the common case: returned as is
+        return key[0] if len(key) == 1 else key
     if isinstance(key, str):
         return key
     if not isinstance(key, tuple):
-        raise RuntimeError(f"a key must be a string or a tuple of strings, got {key!r}")
+        raise RuntimeError(_bad_key(key))
     path = _flatten(key)
     return path[0] if len(path) == 1 else path
+
+
+def _bad_key(key: Any) -> str:
+    """The message of the RuntimeError for ``key``, not a nested key (upstream's words first)."""
+    return (f"key should be a Sequence<NestedKey>, got {key!r}: a key is a string or a "
+            "non-empty, possibly nested tuple of strings")
 
 
 def unravel_key_list(keys: Iterable[NestedKey]) -> list[NestedKey]:
@@ -122,13 +136,13 @@ def unravel_key_list(keys: Iterable[NestedKey]) -> list[NestedKey]:
     ['a', ('b', 'c'), 'd']
     """
     if not isinstance(keys, (list, tuple)):
-        raise TypeError(f"unravel_key_list expects a list or a tuple of keys, got {type(keys)}")
+        raise TypeError("unravel_key_list(): incompatible function arguments. Expected a list "
+                        f"or a tuple of keys, got {type(keys)}.")
     out: list[NestedKey] = []
     for key in keys:
         path = _flatten(key)
         if not path:
-            raise RuntimeError(f"a key must be a string or a non-empty (nested) tuple of "
-                               f"strings, got {key!r}")
+            raise RuntimeError(_bad_key(key))
         out.append(path[0] if len(path) == 1 else path)
     return out
 

@@ -100,6 +100,24 @@ class NonTensorData(NonTensorDataBase):
     def names(self) -> list[str | None]:
         return list(self._names) if self._names else [None] * len(self._batch_size)
 
+    @property
+    def dtype(self) -> None:
+        """None: a Python object has no tensor dtype (as upstream, also for a tensor).
+
+        >>> NonTensorData("a").dtype is None
+        True
+        """
+        return None
+
+    @property
+    def ndim(self) -> int:
+        """The number of batch dims.
+
+        >>> NonTensorData("a", batch_size=[3]).ndim
+        1
+        """
+        return len(self._batch_size)
+
     def numel(self) -> int:
         return self._batch_size.numel()
 

@@ -145,37 +145,92 @@ def copy_matching_leaves(td: Any, other: Any, non_blocking: bool = False) -> boo
     return True
 
 
+def map_dense(td: Any, fn: Callable[[_Tensor], _Tensor], device: Any = NO_DEFAULT) -> Any:
+    """``fn`` over the leaves of a dense TensorDict (one :func:`dense_leaves` accepts) in
+    one walk, the result on ``device`` (by default, each node's own), with the same
+    structure, batch size and names; None for anything else (``fn``, a function without
+    side effects, may have run on some leaves).
+
+    >>> td = TensorDict(a=torch.ones(1), n={"b": torch.ones(1)})
+    >>> out = map_dense(td, torch.neg, torch.device("cpu"))
+    >>> out["n", "b"], out["n"].device
+    (tensor([-1.]), device(type='cpu'))
+    """
+    dense = classes.TensorDict
+    if td.__class__ is not dense:
+        return None
+    out = {}
+    for key, x in td._tensordict.items():
+        if x.__class__ is _Tensor:
+            out[key] = fn(x)
+        else:
+            x = map_dense(x, fn, device)
+            if x is None:
+                return None
+            out[key] = x
+    return dense._from_entries(out, td._batch_size,
+                               td._device if device is NO_DEFAULT else device, td._names)
+
+
 def cast_leaves(td: Any, dtype: torch.dtype) -> Any:
     """``td.to(dtype)`` of a dense TensorDict as new tensors filled by one
-    ``_foreach_copy_`` (torch's cast is slower leaf by leaf); None when that does not
-    apply (a leaf autograd tracks or a nested tensor, another kind of collection).
+    ``_foreach_copy_`` (torch's cast is slower leaf by leaf; leaves already of ``dtype``
+    are kept); None when that does not apply (a leaf autograd tracks or a nested tensor,
+    another kind of collection).
 
     >>> cast_leaves(TensorDict(a=torch.ones(2)), torch.float64)["a"].dtype
     torch.float64
     """
-    leaves: list[_Tensor] = []
-    if td.__class__ is not classes.TensorDict or torch.compiler.is_compiling() or \
-            not dense_leaves(td._tensordict, leaves) or any(map(_needs_own_cast, leaves)):
+    if td.__class__ is not classes.TensorDict or torch.compiler.is_compiling():
         return None
-    outs = [x if x.dtype is dtype else torch.empty_like(x, dtype=dtype) for x in leaves]
-    targets = [out for out, x in zip(outs, leaves) if out is not x]
-    if targets:
-        torch._foreach_copy_(targets, [x for out, x in zip(outs, leaves) if out is not x])
-    return _rebuild(td, iter(outs))
+    targets: list[_Tensor] = []
+    sources: list[_Tensor] = []
+    out = _cast_entries(td, dtype, targets, sources)
+    if out is not None and targets:
+        torch._foreach_copy_(targets, sources)
+    return out
 
 
-def _needs_own_cast(x: _Tensor) -> bool:
-    return x.requires_grad or x.is_nested
-
-
-def _rebuild(td: Any, leaves: Iterator[_Tensor]) -> Any:
-    """A dense TensorDict of the structure of ``td`` (one :func:`dense_leaves` accepts)
-    whose tensor leaves are ``leaves``, in order."""
-    out = {}
+def _cast_entries(td: Any, dtype: torch.dtype, targets: list[_Tensor],
+                  sources: list[_Tensor]) -> Any:
+    """The structure of :func:`cast_leaves`' result, in one walk: each leaf of another
+    dtype replaced by an empty tensor (collected in ``targets``, its source in
+    ``sources``), to be filled; None, having filled nothing, where that does not apply."""
     dense = classes.TensorDict
-    for key, entry in td._tensordict.items():
-        out[key] = next(leaves) if entry.__class__ is _Tensor else _rebuild(entry, leaves)
+    out = {}
+    for key, x in td._tensordict.items():
+        if x.__class__ is _Tensor:
+            if x.dtype is not dtype:
+                if x.requires_grad or x.is_nested:
+                    return None
+                sources.append(x)
+                x = torch.empty_like(x, dtype=dtype)
+                targets.append(x)
+        elif x.__class__ is not dense:
+            return None
+        else:
+            x = _cast_entries(x, dtype, targets, sources)
+            if x is None:
+                return None
+        out[key] = x
     return dense._from_entries(out, td._batch_size, td._device, td._names)
+
+
+def rebuild(td: Any, leaves: Iterator[_Tensor], device: torch.device | None) -> Any:
+    """A dense TensorDict of the structure, batch size and names of ``td`` (one
+    :func:`dense_leaves` accepts) on ``device``, whose tensor leaves are ``leaves``, in
+    order.
+
+    >>> td = TensorDict(a=torch.ones(1), n={"b": torch.ones(1)})
+    >>> out = rebuild(td, iter([torch.zeros(1), torch.zeros(1)]), torch.device("cpu"))
+    >>> out["n", "b"], out["n"].device
+    (tensor([0.]), device(type='cpu'))
+    """
+    out = {}
+    for key, entry in td._tensordict.items():
+        out[key] = next(leaves) if entry.__class__ is _Tensor else rebuild(entry, leaves,
+                                                                             device)
+    return classes.TensorDict._from_entries(out, td._batch_size, device, td._names)
 
 
 #: binary op name -> its (out-of-place, in-place) ``_foreach`` kernels
@@ -348,7 +403,7 @@ def _dense_binary(td: Any, name: str, other: Any, inplace: bool) -> Any:
         result = _FOREACH[name][0](xs, operand)
     except (RuntimeError, TypeError):
         return None
-    return _rebuild(td, iter(result))
+    return rebuild(td, iter(result), td._device)
 
 
 def _scalar_tensor(xs: list[_Tensor], number: Any) -> Any:
@@ -414,7 +469,7 @@ def unary(td: Any, name: str, *, inplace: bool = False) -> Any:
         getattr(torch, f"_foreach_{name}_")(leaves)
         return td
     result = getattr(torch, f"_foreach_{name}")(leaves)
-    return _rebuild(td, iter(result)) if dense else td._from_leaves(result)
+    return rebuild(td, iter(result), td._device) if dense else td._from_leaves(result)
 
 
 def _make_unary(name: str, inplace: bool) -> Callable[..., Any]:
@@ -588,8 +643,23 @@ class PointwiseMixin:
 
 def _ternary(td: Any, name: str, first: Any, second: Any, *, inplace: bool,
              **kwargs: Any) -> Any:
-    """lerp / addcmul / addcdiv: ``_foreach`` when both operands fit it, else leaf-wise."""
+    """lerp / addcmul / addcdiv: ``_foreach`` when both operands fit it, else leaf-wise.
+    In place, every leaf's result is checked (computed on the meta device: its shape and
+    dtype) before the first is written."""
+    result = _dense_ternary(td, name, first, second, inplace, kwargs.get("value"))
+    if result is not None:
+        return result
     fn = getattr(torch, name)
+    method = getattr(_Tensor, f"{name}_")
+    if inplace and not torch.compiler.is_compiling():
+        def check(x: _Tensor, a: Any, b: Any) -> None:
+            if any(isinstance(t, _Tensor) and t.is_nested for t in (x, a, b)):
+                return
+            out = fn(_on_meta(x), _on_meta(a), _on_meta(b), **kwargs)
+            if out.shape != x.shape or not torch.can_cast(out.dtype, x.dtype):
+                raise RuntimeError(f"the result (shape {tuple(out.shape)}, dtype {out.dtype}) "
+                                   f"cannot be written into the leaf")
+        _leafwise(td, name + "_", check, (first, second), NO_DEFAULT)
     if _is_collection(first) and (_is_collection(second) or (
             name == "lerp" and isinstance(second, Number))):
         leaves, firsts = _paired_leaves(td, first, NO_DEFAULT)
@@ -602,12 +672,66 @@ def _ternary(td: Any, name: str, first: Any, second: Any, *, inplace: bool,
             result = kernel(*args)
             return td if inplace else td._from_leaves(result)
     if inplace:
-        method = getattr(_Tensor, f"{name}_")
         _leafwise(td, name, lambda x, a, b: method(x, a, b, **kwargs), (first, second),
                   NO_DEFAULT)
         return td
     return _leafwise(td, name, lambda x, a, b: fn(x, a, b, **kwargs), (first, second),
                      NO_DEFAULT)
+
+
+def _on_meta(value: Any) -> Any:
+    """A (strided) tensor's stand-in on the meta device (same shape, strides and dtype:
+    an op on it checks what the real op would, computing nothing); other values as they
+    are."""
+    return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype,
+                               device="meta") if isinstance(value, _Tensor) else value
+
+
+def _dense_ternary(td: Any, name: str, first: Any, second: Any, inplace: bool,
+                   value: Any) -> Any:
+    """The fast path of :func:`_ternary`: ``td``, ``first`` and ``second`` (or, for lerp,
+    a Python number weight) dense TensorDicts with the same keys, their leaves gathered in
+    one walk and computed by one ``_foreach`` call. None, having written nothing, when that
+    does not apply: in place, also unless every leaf trio has one shape and one floating
+    dtype (nothing can fail half way); out of place, when the kernel fails.
+
+    >>> td = TensorDict(a=torch.zeros(2), n={"b": torch.ones(2)})
+    >>> _dense_ternary(td, "lerp", td + 2, 0.5, False, None)["n", "b"]
+    tensor([2., 2.])
+    """
+    dense = classes.TensorDict
+    if td.__class__ is not dense or first.__class__ is not dense or \
+            torch.compiler.is_compiling():
+        return None
+    xs: list[_Tensor] = []
+    ys: list[_Tensor] = []
+    if not dense_leaf_pairs(td._tensordict, first._tensordict, xs, ys) or not xs:
+        return None
+    operands: list[Any] = [xs, ys]
+    if second.__class__ is dense:
+        zs: list[_Tensor] = []
+        if not dense_leaf_pairs(td._tensordict, second._tensordict, [], zs):
+            return None
+        operands.append(zs)
+    elif name == "lerp" and second.__class__ in _SCALARS:
+        operands.append(second)
+    else:
+        return None
+    if value is not None:
+        operands.append(value)
+    if inplace:
+        for leaves in operands[1:3]:
+            if leaves.__class__ is list and not (same_shapes(xs, leaves) and all(
+                    x is y and x.is_floating_point for x, y in set(zip(map(_dtype, xs),
+                                                                       map(_dtype, leaves))))):
+                return None
+        getattr(torch, f"_foreach_{name}_")(*operands)
+        return td
+    try:
+        result = getattr(torch, f"_foreach_{name}")(*operands)
+    except (RuntimeError, TypeError):
+        return None
+    return rebuild(td, iter(result), td._device)
 
 
 def _install() -> None:

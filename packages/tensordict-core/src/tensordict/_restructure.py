@@ -24,6 +24,8 @@ from tensordict._nested_key import NestedKey, key_to_path, unravel_key
 from tensordict._nontensor import unwrap_non_tensor
 from tensordict._shapes import as_size
 
+_Tensor = torch.Tensor
+
 KEY_SEPARATOR = "."
 
 
@@ -266,11 +268,20 @@ class RestructureMixin:
         return self
 
     def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> dict[str, Any]:
-        """A nested dict of the entries (non-tensor data unwrapped)."""
+        """A nested dict of the entries (non-tensor data unwrapped; tensors as lists with
+        ``convert_tensors``; entries holding None left out without ``retain_none``).
+
+        >>> TensorDict(a=torch.zeros(1), n={"s": "x"}).to_dict()
+        {'a': tensor([0.]), 'n': {'s': 'x'}}
+        """
         out: dict[str, Any] = {}
-        for key in self._keys_str():
-            value = self._get_str(key)
-            if is_sub_tensordict(value):
+        # a TensorDict's entries are its stored values: no lookup per key
+        items = self._tensordict.items() if self.__class__ is classes.TensorDict else \
+            [(key, self._get_str(key)) for key in self._keys_str()]
+        for key, value in items:
+            if value.__class__ is _Tensor:  # the common case, before the other checks
+                out[key] = value.tolist() if convert_tensors else value
+            elif is_sub_tensordict(value):
                 out[key] = value.to_dict(retain_none=retain_none, convert_tensors=convert_tensors)
             else:
                 value = unwrap_non_tensor(value)

@@ -29,9 +29,10 @@ from tensordict._collection import (
     register_class,
 )
 from tensordict._helpers import _shape
+from tensordict._keys import has_leaf
 from tensordict._map import MapMixin
 from tensordict._metadata import LOCKED_BY_PARENT
-from tensordict._nested_key import NestedKey
+from tensordict._nested_key import NestedKey, is_flat_path
 from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 from tensordict._options import list_to_stack
 from tensordict._plan import check_write
@@ -215,6 +216,12 @@ class TensorDict(MapMixin, TensorDictBase):
         if self._names is not None and len(self._names) != len(new):
             self._names = None
 
+    def __len__(self) -> int:
+        size = self._batch_size
+        return size[0] if size else 0
+
+    __len__.__doc__ = TensorDictBase.__len__.__doc__
+
     @property
     def device(self) -> torch.device | None:
         """The device every value is moved to on write, or None (mixed devices)."""
@@ -272,12 +279,20 @@ class TensorDict(MapMixin, TensorDictBase):
             return default
 
     def get(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:
-        if key.__class__ is str and not kwargs:
-            try:
-                return self._tensordict[key]
-            except KeyError:
-                if len(args) == 1:
-                    return args[0]
+        if not kwargs:
+            if key.__class__ is str:
+                try:
+                    return self._tensordict[key]
+                except KeyError:
+                    if len(args) == 1 and args[0] is not NO_DEFAULT:
+                        return args[0]
+            elif key.__class__ is tuple and key:
+                value = _lookup(self, key)
+                if value is _MISSING:
+                    if len(args) == 1 and args[0] is not NO_DEFAULT:
+                        return args[0]
+                elif value is not _GENERAL:
+                    return value
         return TensorDictBase.get(self, key, *args, **kwargs)
 
     get.__doc__ = TensorDictBase.get.__doc__
@@ -285,7 +300,16 @@ class TensorDict(MapMixin, TensorDictBase):
     def __contains__(self, key: object) -> bool:
         if key.__class__ is str:
             return key in self._tensordict
+        if key.__class__ is tuple and key:
+            value = _lookup(self, key)
+            if value is not _GENERAL:
+                return value is not _MISSING
         return TensorDictBase.__contains__(self, key)
+
+    def is_empty(self) -> bool:
+        return not has_leaf(self._tensordict, TensorDict)
+
+    is_empty.__doc__ = TensorDictBase.is_empty.__doc__
 
     def pop(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
         if key.__class__ is str and not self._is_locked:
@@ -364,6 +388,37 @@ class TensorDict(MapMixin, TensorDictBase):
     update.__doc__ = TensorDictBase.update.__doc__
 
     # -- writing -----------------------------------------------------------------------
+    def set(self, key: NestedKey, item: Any, inplace: bool = False, *,
+            non_blocking: bool = False, **kwargs: Any) -> TensorDict:
+        if key.__class__ is str:
+            return self._set_str(key, item, inplace=inplace, validated=False,
+                                 non_blocking=non_blocking)
+        if key.__class__ is tuple and key:  # an existing parent: set there
+            parent = _lookup(self, key[:-1])
+            if parent.__class__ is TensorDict and key[-1].__class__ is str:
+                parent._set_str(key[-1], item, inplace=inplace, validated=False,
+                                non_blocking=non_blocking)
+                return self
+        return TensorDictBase.set(self, key, item, inplace, non_blocking=non_blocking,
+                                  **kwargs)
+
+    set.__doc__ = TensorDictBase.set.__doc__
+
+    def set_(self, key: NestedKey, item: Any, *, non_blocking: bool = False) -> TensorDict:
+        parent: Any = self
+        name: Any = key
+        if key.__class__ is tuple and key:
+            parent = _lookup(self, key[:-1])
+            name = key[-1]
+        if parent.__class__ is TensorDict and name.__class__ is str and \
+                name in parent._tensordict:  # an existing entry: written in place
+            parent._set_str(name, item, inplace=True, validated=False,
+                            non_blocking=non_blocking)
+            return self
+        return TensorDictBase.set_(self, key, item, non_blocking=non_blocking)
+
+    set_.__doc__ = TensorDictBase.set_.__doc__
+
     def _set_str(
         self,
         key: str,
@@ -379,8 +434,17 @@ class TensorDict(MapMixin, TensorDictBase):
         if inplace and present is not None:
             if isinstance(present, _Tensor) and isinstance(value, _Tensor):
                 if present is not value:
-                    check_write(present, value, key)
-                    present.copy_(value, non_blocking=non_blocking)
+                    # torch checks what check_write does (shapes, a leaf requiring grad,
+                    # overlapping elements) before writing anything: check_write only
+                    # names the entry in the error
+                    try:
+                        if non_blocking:
+                            present.copy_(value, non_blocking=True)
+                        else:  # (a keyword costs torch's argument parser time)
+                            present.copy_(value)
+                    except RuntimeError:
+                        check_write(present, value, key)
+                        raise
                 return self
             if acts_as_tensordict(present) and acts_as_tensordict(value):
                 present.update_(value)
@@ -388,6 +452,7 @@ class TensorDict(MapMixin, TensorDictBase):
             if isinstance(present, NonTensorData) and isinstance(value, NonTensorData):
                 present.data = value.data  # in place: a shared leaf writes it through
                 return self
+            raise errors.inplace_mismatch(key, present, value)
         if self._is_locked:
             raise errors.locked(key=key)
         self._tensordict[key] = value
@@ -526,6 +591,35 @@ class TensorDict(MapMixin, TensorDictBase):
 
     def __repr__(self) -> str:
         return tensordict_repr(self)
+
+
+#: what :func:`_lookup` returns for a missing flat key, and for a key to look up in full
+_MISSING = object()
+_GENERAL = object()
+
+
+def _lookup(td: TensorDict, key: tuple[Any, ...]) -> Any:
+    """The value at the nested ``key`` of ``td`` (``td`` itself for ``()``), read straight
+    from the stored dicts: ``_MISSING`` when ``key`` is a flat tuple of strings one of which
+    is missing, ``_GENERAL`` when the lookup needs the general path (a part goes through a
+    leaf or a lazy stack, or is not a string).
+
+    A tensorclass on the way is read through its TensorDict's ``get``, which gives what
+    the general path gives.
+
+    >>> td = TensorDict({"n": {"b": torch.zeros(())}})
+    >>> _lookup(td, ("n", "b")), _lookup(td, ("n", "c")) is _MISSING
+    (tensor(0.), True)
+    """
+    node: Any = td
+    try:
+        for part in key:
+            node = node._tensordict.get(part)  # (no KeyError to raise and catch)
+            if node is None:  # (no entry is None)
+                return _MISSING if is_flat_path(key) else _GENERAL
+    except (AttributeError, TypeError, KeyError):  # a leaf, a lazy stack, a bad part...
+        return _GENERAL
+    return node
 
 
 def _merge_writes(target: TensorDict, source: TensorDict,

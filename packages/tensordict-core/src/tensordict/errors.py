@@ -31,6 +31,10 @@ class LockedTensorDictError(RuntimeError):
     """A write that adds, removes or replaces an entry of a locked TensorDict."""
 
 
+class InplaceWriteError(ValueError, RuntimeError):
+    """An in-place write of a value of another kind (a tensor into a sub-TensorDict...)."""
+
+
 class MissingKeyError(KeyError):
     """A key that is not in the TensorDict (the message is printed unquoted)."""
 
@@ -60,6 +64,17 @@ def missing_key(
     )
 
 
+def inplace_mismatch(key: Any, present: Any, value: Any) -> InplaceWriteError:
+    """The error for an in-place write of ``value`` into the entry ``key``, ``present``,
+    of another kind (a tensor, a TensorDict, non-tensor data).
+
+    >>> str(inplace_mismatch("n", {}, 1.0))
+    "Failed to update 'n' in place: cannot write a float into the entry, a dict"
+    """
+    return InplaceWriteError(f"Failed to update {key!r} in place: cannot write a "
+                             f"{type(value).__name__} into the entry, a {type(present).__name__}")
+
+
 def batch_mismatch(key: Any, shape: Any, batch_size: Any) -> RuntimeError:
     """A RuntimeError for a value whose leading dims do not match the batch size."""
     err = RuntimeError(
@@ -78,6 +93,12 @@ def locked(action: str = "modify", key: Any = None) -> LockedTensorDictError:
         f"Cannot {action} locked TensorDict{where}. Unlock it first with `td.unlock_()` "
         "(or `with td.unlock_(): ...`); in-place writes (`set_`, `update_`) are allowed."
     )
+
+
+class StackMismatchError(RuntimeError):
+    """TensorDicts whose keys or leaf shapes do not allow a dense stack or cat, or
+    entries of a lazy stack of different shapes read as one tensor (a RuntimeError, as
+    upstream raises; ``maybe_dense_stack`` stacks lazily on it)."""
 
 
 #: Exceptions of exactly these classes, raised while working on one entry, are re-raised
