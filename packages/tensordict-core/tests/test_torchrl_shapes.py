@@ -135,3 +135,31 @@ def test_stack_errors_carry_the_words_torchrl_matches():
         torch.stack([TensorDict(a=torch.zeros(1, 2)), TensorDict(a=torch.zeros(2, 2))])
     with pytest.raises(RuntimeError, match="The sets of keys in the tensordicts to stack are"):
         torch.stack([TensorDict(a=torch.zeros(1)), TensorDict(b=torch.zeros(1))])
+
+
+def test_where_into_an_empty_reset_input_keeps_the_reset_objects():
+    """ParallelEnv's partial reset from a ``_reset``-only input: ``where(~reset, reset_td,
+    out=input, pad=0)`` gives the entries only the reset data has, objects included (as
+    upstream: the object entries are taken as they are)."""
+    reset_td = TensorDict(tensor=torch.ones(3, 2), non_tensor=NonTensorStack(7, 8, 9),
+                          batch_size=[3])
+    node = TensorDict(batch_size=[3])
+    keep = torch.tensor([True, False, True])
+    out = node.where(keep, other=reset_td, out=node, pad=0)
+    assert out is node and node.get("non_tensor").tolist() == [7, 8, 9]
+    assert node["tensor"].tolist() == [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]
+    with pytest.raises(KeyError, match="Key tensor not found and no pad value"):
+        TensorDict(batch_size=[3]).where(keep, other=reset_td)
+
+
+def test_maybe_dense_stack_of_lazy_steps_whose_entries_change_shape():
+    """A rollout of a batched env whose observation shape changes per env and per step
+    (TorchRL's EnvWithDynamicSpec): the steps stack lazily, as upstream."""
+    steps = [LazyStackedTensorDict.lazy_stack(
+        [TensorDict(obs=torch.full((k + t + 1, 2), float(t)), r=torch.zeros(1))
+         for k in range(3)]) for t in range(2)]
+    out = TensorDict.maybe_dense_stack(steps, 1)
+    assert type(out) is LazyStackedTensorDict and out.batch_size == torch.Size([3, 2])
+    assert out.stack_dim == 0 and out.tensordicts[0].batch_size == torch.Size([2])
+    assert out["r"].shape == torch.Size([3, 2, 1])
+    assert out[2, 1]["obs"].tolist() == [[1.0, 1.0]] * 4

@@ -66,6 +66,7 @@ from tensordict._shapes import (
     masks_to_indices,
     normalize_index,
 )
+from tensordict._td import TensorDict, _merge_writes
 
 _Tensor = torch.Tensor
 _SIMPLE = (int, slice, type(None))
@@ -191,6 +192,11 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
         if not items:
             raise RuntimeError("lazy_stack needs at least one element to stack")
         kinds = set(map(type, items))
+        if len(kinds) == 1 and TensorDict in kinds and device is None and out is None:
+            ndim = len(items[0]._batch_size)  # TensorDicts only (the common case): stack them
+            if -ndim - 1 <= dim <= ndim:
+                return LazyStackedTensorDict._from_entries(items, dim % (ndim + 1),
+                                                           stack_dim_name)
         if len(kinds) == 1 and getattr(next(iter(kinds)), "_is_tensorclass", False):
             # a tensorclass wrapping the lazy stack of its instances' TensorDicts (a
             # rebuild of existing instances, as upstream's private constructor says)
@@ -304,6 +310,13 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
             return iter(())
         if len(parts) == 1:
             return parts[0]._keys_str()
+        if parts[0].__class__ is TensorDict:  # TensorDicts of the same keys: the first's
+            keys = parts[0]._tensordict.keys()
+            for td in parts:
+                if td.__class__ is not TensorDict or td._tensordict.keys() != keys:
+                    break
+            else:
+                return iter(list(keys))
         first = list(parts[0]._keys_str())
         common = set(first).intersection(*[td._keys_str() for td in parts[1:]])
         return iter(first) if len(common) == len(first) else (k for k in first if k in common)
@@ -320,10 +333,21 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
             raise errors.missing_key(key, [])
         return self._stack_entry(key, values)
 
+    def _has_str(self, key: str) -> bool:
+        """Whether every part holds ``key`` (a key of the stack), without listing keys."""
+        parts = self.tensordicts
+        for td in parts:  # a TensorDict's dict read directly (hot: every peek)
+            if key not in (td._tensordict if td.__class__ is TensorDict else td):
+                return False
+        return bool(parts)
+
     def _peek_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
-        if not self.tensordicts or key not in self._keys_str():
+        if not self._has_str(key):
             return self._get_str(key, default)
-        return self.tensordicts[0]._peek_str(key, default)
+        first = self.tensordicts[0]
+        if first.__class__ is TensorDict:
+            return first._tensordict[key]
+        return first._peek_str(key, default)
 
     def _stack_entry(self, key: Any, values: list[Any]) -> Any:
         first = values[0]
@@ -378,10 +402,12 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
         True
         """
         if not (as_list or as_padded_tensor or as_nested_tensor):
+            if (args[0] if args else kwargs.get("default")) is NO_DEFAULT:
+                return self._get_path(key, NO_DEFAULT)  # given explicitly: raises, as upstream
             return super().get(key, *args, **kwargs)
         path = key_to_path(key)
         parent = self._get_path(path[:-1]) if len(path) > 1 else self
-        values = [td._get_path(path[-1]) for td in parent.tensordicts]
+        values = [td._get_str(path[-1]) for td in parent.tensordicts]
         return self.lazy_stack(
             values, parent.stack_dim, as_list=as_list, as_padded_tensor=as_padded_tensor,
             as_nested_tensor=as_nested_tensor, padding_side=padding_side,
@@ -394,9 +420,18 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
         ...            ).get_item_shape("x")
         torch.Size([2, -1, 2])
         """
-        path = key_to_path(key)
-        parent = self._get_path(path[:-1]) if len(path) > 1 else self
-        shapes = [td.get_item_shape(path[-1]) for td in parent.tensordicts]
+        if key.__class__ is str:
+            parent, leaf = self, key
+        else:
+            path = key_to_path(key)
+            parent = self._get_path(path[:-1]) if len(path) > 1 else self
+            leaf = path[-1]
+        parts = parent.tensordicts
+        # a TensorDict part's tensor is read from its dict (the repr asks for every key)
+        values = [td._tensordict.get(leaf) if td.__class__ is TensorDict else None
+                  for td in parts]
+        shapes = [value.shape if value.__class__ is _Tensor else td.get_item_shape(leaf)
+                  for td, value in zip(parts, values)]
         shape = common_shape(shapes)
         if len(shape) != len(shapes[0]):
             return shape
@@ -406,7 +441,7 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
     # -- writing -------------------------------------------------------------------------------
     def _set_str(self, key: str, value: Any, *, inplace: bool, validated: bool,
                  non_blocking: bool = False) -> LazyStackedTensorDict:
-        present = key in self._keys_str()
+        present = self._has_str(key)
         if self._is_locked and not (inplace and present):
             raise errors.locked(key=key)
         if inplace and present:  # every part's entry checked before the first copy
@@ -424,6 +459,47 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
             pieces = self._split(value)
         self._set_parts(key, pieces, non_blocking, validated=not per_part)
         return self
+
+    def _update_plan(self, source: Any, clone: bool, inplace: bool,
+                     keys_to_update: Sequence[NestedKey] | None, non_blocking: bool
+                     ) -> WritePlan:
+        """:meth:`update`: each part takes its slice of the input; every part's writes are
+        checked before the first one. A TensorDict of tensors is unbound leaf by leaf and,
+        into TensorDict parts, merged without further checks (as ``TensorDict.update``)."""
+        plan = WritePlan()
+        pieces = None
+        if source.__class__ is TensorDict and not (clone or inplace) and keys_to_update is None:
+            pieces = self._unbind_entries(source)
+            if pieces is not None:
+                writes: list[tuple[dict[str, Any], str, Any]] = []
+                for td, piece in zip(self.tensordicts, pieces):
+                    if td.__class__ is not TensorDict or _merge_writes(td, piece, writes) is None:
+                        break
+                else:
+                    plan.call(_store, writes)
+                    return plan
+        if pieces is None:
+            pieces = self._split_other(source)
+        for td, piece in zip(self.tensordicts, pieces):
+            plan.extend(td._update_plan(piece, clone, inplace, keys_to_update, non_blocking))
+        return plan
+
+    def _unbind_entries(self, source: TensorDict) -> list[TensorDict] | None:
+        """``source`` (of a batch size extending the stack's) cut along the stack dim, leaf by
+        leaf; None if it holds anything but plain tensors or the stack is ragged."""
+        size, sd = self._batch_size, self._stack_dim
+        if -1 in size or source._batch_size[: len(size)] != size:
+            return None
+        entries = source._tensordict
+        cuts = []
+        for value in entries.values():
+            if value.__class__ is not _Tensor:
+                return None
+            cuts.append(value.unbind(sd))
+        full = source._batch_size
+        part_size, device, keys = full[:sd] + full[sd + 1:], source._device, list(entries)
+        return [TensorDict._from_entries(dict(zip(keys, column)), part_size, device)
+                for column in zip(*cuts)]
 
     def _plan_set_(self, plan: WritePlan, key: str, value: Any, path: NestedKey,
                    non_blocking: bool) -> None:
@@ -486,10 +562,15 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
         if not validated:
             pieces = [td._validate_value(piece, key, non_blocking)
                       for td, piece in zip(parts, pieces)]
-        if any(td.is_locked for td in parts):
-            raise errors.locked(key=key)
+        for td in parts:
+            if td._is_locked if td.__class__ is TensorDict else td.is_locked:
+                raise errors.locked(key=key)
         for td, piece in zip(parts, pieces):
-            td._set_str(key, piece, inplace=False, validated=True, non_blocking=non_blocking)
+            if td.__class__ is TensorDict:  # checked and unlocked: store it
+                td._tensordict[key] = piece
+            else:
+                td._set_str(key, piece, inplace=False, validated=True,
+                            non_blocking=non_blocking)
 
     def _plan_write_at(self, path: tuple[str, ...], index: Any, value: Any) -> WritePlan:
         """The writes into the parts: a number or tensor is first broadcast to the indexed
@@ -512,12 +593,33 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
         return any(k != keys[0] for k in keys[1:])
 
     def _del_str(self, key: str) -> None:
+        self._del_path((key,))
+
+    def del_(self, key: NestedKey) -> LazyStackedTensorDict:
+        """Delete ``key`` from every part that holds it (a key only some parts hold too, as
+        upstream); a key no part holds raises ``KeyError``. Returns self.
+
+        >>> stack = lazy_stack([TensorDict(x=torch.zeros(()), y=torch.zeros(())),
+        ...                     TensorDict(x=torch.zeros(()))])
+        >>> _ = stack.del_("y")
+        >>> list(stack.tensordicts[0].keys())
+        ['x']
+        """
+        self._del_path(key_to_path(key))
+        return self
+
+    def _del_path(self, path: tuple[str, ...]) -> None:
+        """:meth:`del_`, every holder's lock checked before the first deletion."""
         if self._is_locked:
             raise errors.locked("delete an entry of a")
-        if key not in self._keys_str():
-            raise errors.missing_key(key, list(self._keys_str()))
-        for td in self.tensordicts:
-            td._del_str(key)
+        target = path if len(path) > 1 else path[0]
+        parents = [td._parent_of(path, create=False) for td in self.tensordicts if target in td]
+        if not parents:
+            raise errors.missing_key(target, list(self._keys_str()))
+        if any(parent.is_locked for parent in parents):
+            raise errors.locked("delete an entry of a")
+        for parent in parents:
+            parent._del_str(path[-1])
 
     def _empty_child(self) -> LazyStackedTensorDict:
         """An empty sub-stack whose parts are new empty sub-TensorDicts of the parts."""
@@ -698,6 +800,12 @@ def _tensor_paths(td: Any, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]
         elif not getattr(kind, "_is_non_tensor", False):
             out |= _tensor_paths(td._get_str(key), prefix + (key,))
     return out
+
+
+def _store(writes: list[tuple[dict[str, Any], str, Any]]) -> None:
+    """Perform the checked stores ``entries[key] = value`` of ``writes``."""
+    for entries, key, value in writes:
+        entries[key] = value
 
 
 def _common_device(parts: list[Any]) -> torch.device | None:

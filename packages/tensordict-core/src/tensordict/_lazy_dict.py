@@ -20,27 +20,36 @@ Example:
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from tensordict import errors
-from tensordict._collection import NO_DEFAULT, acts_as_tensordict, classes, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    acts_as_tensordict,
+    classes,
+    is_tensor_collection,
+    is_tensorclass,
+)
 from tensordict._nested_key import NestedKey
 from tensordict._options import get_printoptions
 from tensordict._plan import WritePlan
 from tensordict._repr import (
-    _compact_fields,
+    Block,
+    Entry,
+    _compact_value,
     _dtype_abbreviation,
     _indent,
     _sizes,
+    block_text,
+    compact_entries,
+    compact_layout,
     compact_repr,
 )
 from tensordict._restructure import KEY_SEPARATOR, _key_tree
 from tensordict._shape_ops import check_mask
-
-_LINE_WIDTH = 80
 
 
 class LazyDictMixin:
@@ -110,6 +119,8 @@ class LazyDictMixin:
 
     # -- keys, part by part ---------------------------------------------------------------
     def __contains__(self, key: object) -> bool:
+        if key.__class__ is str:
+            return self._has_str(key)
         if isinstance(key, tuple):
             return key in self.keys(include_nested=True)
         return super().__contains__(key)
@@ -129,7 +140,7 @@ class LazyDictMixin:
         """
         if inplace:
             return self._each_("select", *keys, inplace=True, strict=strict)
-        return self._each("select", *keys, strict=strict)
+        return self._selected(_key_tree(keys, narrow=True), strict, ())
 
     def exclude(self, *keys: NestedKey, inplace: bool = False) -> Any:
         """A lazy stack of the parts without ``keys``."""
@@ -181,16 +192,6 @@ class LazyDictMixin:
         self._device = None
         return self._each_("clear_device_")
 
-    def _update_plan(self, source: Mapping[NestedKey, Any] | Any, clone: bool, inplace: bool,
-                     keys_to_update: Sequence[NestedKey] | None, non_blocking: bool
-                     ) -> WritePlan:
-        """:meth:`update`: each part takes its slice of the input; every part's writes are
-        checked before the first one."""
-        plan = WritePlan()
-        for td, piece in zip(self.tensordicts, self._split_other(source)):
-            plan.extend(td._update_plan(piece, clone, inplace, keys_to_update, non_blocking))
-        return plan
-
     def _plan_update_(self, source: Any, keys_to_update: Sequence[NestedKey] | None,
                       clone: bool, non_blocking: bool) -> WritePlan:
         """:meth:`update_`: a lazy stack along the same dim writes part by part (its parts
@@ -206,10 +207,17 @@ class LazyDictMixin:
 
     def get_nestedtensor(self, key: NestedKey, default: Any = NO_DEFAULT, *,
                          layout: torch.layout | None = None) -> Any:
-        """``get(key, as_nested_tensor=True, layout=layout)`` (the older spelling)."""
+        """``get(key, as_nested_tensor=True, layout=layout)`` (the older spelling), whose
+        layout defaults to ``torch.strided`` (``get``'s to ``torch.jagged``), as upstream.
+
+        >>> stack = TensorDict.lazy_stack([TensorDict(x=torch.zeros(1)),
+        ...                                TensorDict(x=torch.ones(2))])
+        >>> stack.get_nestedtensor("x").layout, stack.get_nestedtensor("y", None)
+        (torch.strided, None)
+        """
         if default is not NO_DEFAULT and key not in self.keys(include_nested=True):
             return default
-        return self.get(key, as_nested_tensor=True, layout=layout)
+        return self.get(key, as_nested_tensor=True, layout=layout or torch.strided)
 
     def valid_keys(self, *args: Any, **kwargs: Any) -> Any:
         """The keys shared by every part (same arguments as :meth:`keys`)."""
@@ -310,10 +318,10 @@ class LazyDictMixin:
             return result
         return out.update(result, update_batch_size=update_batch_size)
 
-    def _compact_nested_repr(self, batch_ndim: int) -> str:
+    def _compact_nested_block(self, batch_ndim: int) -> Block:
         """How the stack shows as an entry of a TensorDict's compact repr."""
         extra = self.batch_size[batch_ndim:]
-        return f"{type(self).__name__}{_sizes(extra) if extra else ''}{{{_fields(self)}}}"
+        return f"{type(self).__name__}{_sizes(extra) if extra else ''}", _entries(self)
 
 
 def _given(batch_size: Any) -> torch.Size:
@@ -322,30 +330,34 @@ def _given(batch_size: Any) -> torch.Size:
 
 
 # -- repr ------------------------------------------------------------------------------------
-def _leaf_text(stack: Any, key: str, ndim: int) -> str:
-    """The compact text of one entry, read from the parts (nothing is stacked)."""
+def _leaf_value(stack: Any, key: str, ndim: int) -> tuple[str, Block | None]:
+    """The compact text (and block, when nested) of one entry, read from the parts
+    (nothing is stacked)."""
     sample = stack._peek_str(key)
     if isinstance(sample, torch.Tensor):
-        return _dtype_abbreviation(sample.dtype) + _sizes(stack.get_item_shape(key)[ndim:])
+        return _dtype_abbreviation(sample.dtype) + _sizes(stack.get_item_shape(key)[ndim:]), None
     if getattr(sample, "_is_non_tensor", False):
         kinds = {type(getattr(td._peek_str(key), "data", None)) for td in stack.tensordicts}
-        return kinds.pop().__name__ if len(kinds) == 1 else "NonTensorStack"
-    return "{" + _fields(stack._get_str(key)) + "}"
+        return kinds.pop().__name__ if len(kinds) == 1 else "NonTensorStack", None
+    value = stack._get_str(key)
+    if is_tensorclass(value):
+        return _compact_value(value, ndim, stack.device)
+    block = ("", _entries(value))
+    return block_text(block), block
 
 
-def _field_list(stack: Any) -> list[str]:
+def _entries(stack: Any) -> list[Entry]:
     ndim = len(stack.batch_size)
-    return [f"{key}: {_leaf_text(stack, key, ndim)}" for key in sorted(stack._keys_str())]
+    return [(key, *_leaf_value(stack, key, ndim)) for key in sorted(stack._keys_str())]
 
 
-def _fields(stack: Any) -> str:
-    return ", ".join(_field_list(stack))
-
-
-def _part_fields(td: Any, keys: list[str]) -> str:
-    """The compact fields of ``keys`` of one part (a TensorDict or a lazy stack)."""
+def _part_entry(index: int, td: Any, keys: list[str]) -> Entry:
+    """The ``exclusive_fields`` entry of one part: its ``keys`` (a TensorDict or a lazy
+    stack)."""
     selected = td.select(*keys)
-    return _fields(selected) if hasattr(selected, "tensordicts") else _compact_fields(selected)
+    block = ("", _entries(selected) if hasattr(selected, "tensordicts")
+             else compact_entries(selected))
+    return str(index), block_text(block), block
 
 
 def _exclusive(stack: Any) -> dict[int, list[str]]:
@@ -365,15 +377,12 @@ def _compact(stack: Any) -> str:
     if stack.device is not None:
         head += f", device={stack.device}"
     head += f", stack_dim={stack.stack_dim}"
-    fields = _fields(stack)
-    exclusive = ", ".join(f"{i}: {{{_part_fields(stack.tensordicts[i], keys)}}}"
-                          for i, keys in _exclusive(stack).items())
-    tail = f", exclusive_fields={{{exclusive}}})" if exclusive else ")"
-    line = f"{head}, fields={{{fields}}}{tail}"
-    if len(line) <= _LINE_WIDTH:
-        return line
-    body = ",\n".join("    " + entry for entry in _field_list(stack))
-    return f"{head}, fields={{\n{body}}}{tail}"
+    groups = [("fields", _entries(stack))]
+    exclusive = [_part_entry(i, stack.tensordicts[i], keys)
+                 for i, keys in _exclusive(stack).items()]
+    if exclusive:
+        groups.append(("exclusive_fields", exclusive))
+    return compact_layout(head, groups)
 
 
 def _verbose_leaf(sample: torch.Tensor, shape: torch.Size) -> str:

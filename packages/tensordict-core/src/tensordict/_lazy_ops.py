@@ -29,10 +29,12 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F  # noqa: N812
+from torch.nn.utils.rnn import pad_sequence
 
 from tensordict._collection import NO_DEFAULT, classes
 from tensordict._nested_key import NestedKey
 from tensordict._ragged import padded_parts
+from tensordict._stack import StackMismatchError
 from tensordict._unbatched import UnbatchedTensor, stack_unbatched
 
 _Tensor = torch.Tensor
@@ -140,6 +142,8 @@ def gather_part(part: Any, within: _Tensor) -> Any:
 def common_shape(shapes: Sequence[torch.Size]) -> torch.Size:
     """The shape shared by ``shapes``, with ``-1`` where they differ."""
     first = shapes[0]
+    if shapes.count(first) == len(shapes):
+        return first
     if any(len(s) != len(first) for s in shapes):
         return torch.Size([-1])
     return torch.Size(size if all(s[i] == size for s in shapes) else -1
@@ -147,8 +151,10 @@ def common_shape(shapes: Sequence[torch.Size]) -> torch.Size:
 
 
 def ragged_error(key: Any, shapes: Sequence[torch.Size]) -> RuntimeError:
+    """The error of reading one entry of parts of different shapes as one tensor (a
+    :class:`StackMismatchError`: ``maybe_dense_stack`` then stacks lazily)."""
     distinct = list(dict.fromkeys(shapes))
-    return RuntimeError(
+    return StackMismatchError(
         f"Failed to stack tensors within a tensordict under the key {key!r}: their shapes are "
         f"{distinct}. To read them, pass as_padded_tensor=True, as_nested_tensor=True or "
         "as_list=True to get()."
@@ -181,7 +187,12 @@ def pad_stack(values: Sequence[_Tensor], dim: int, padding_value: float = 0.0,
     shapes = [v.shape for v in values]
     if len({len(s) for s in shapes}) > 1:
         raise RuntimeError(f"cannot pad tensors with different numbers of dims: {shapes}")
-    target = [max(sizes) for sizes in zip(*shapes)]
+    columns = list(zip(*shapes))  # the sizes of each dim
+    if dim == 0 and columns and all(c.count(c[0]) == len(c) for c in columns[1:]) and \
+            len({(v.dtype, v.device) for v in values}) == 1:  # ragged along dim 0 only
+        return pad_sequence(list(values), batch_first=True, padding_value=padding_value,
+                            padding_side=padding_side)
+    target = list(map(max, columns))
     padded = []
     for value in values:
         pads: list[int] = []

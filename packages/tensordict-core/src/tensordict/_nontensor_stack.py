@@ -105,6 +105,10 @@ class NonTensorStack(LazyStackedTensorDict):
     def _keys_str(self) -> Iterator[str]:
         return iter(())
 
+    def _has_str(self, key: str) -> bool:
+        """Never: a NonTensorStack has no entries."""
+        return False
+
     def _get_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
         if default is NO_DEFAULT:
             raise KeyError(f"a NonTensorStack has no entries (looking up {key!r})")

@@ -27,40 +27,112 @@ _DTYPE_ABBREVIATIONS = {
 
 
 def _dtype_abbreviation(dtype: torch.dtype) -> str:
-    return _DTYPE_ABBREVIATIONS.get(dtype, str(dtype).removeprefix("torch."))
+    text = _DTYPE_ABBREVIATIONS.get(dtype)
+    return str(dtype).removeprefix("torch.") if text is None else text
 
 
 def _sizes(size: torch.Size) -> str:
-    return "[" + ",".join(str(s) for s in size) + "]"
+    return "[" + ",".join(map(str, size)) + "]"
 
 
-def _compact_entry(value: Any, batch_ndim: int, device: torch.device | None) -> str:
+#: One field of a compact repr: ``(key, value's one-line text, value's block or None)``.
+Entry = tuple[str, str, "Block | None"]
+#: A nested collection's ``(text before "{", its fields)``; it may print on several lines.
+Block = tuple[str, list[Entry]]
+
+
+def _compact_value(value: Any, batch_ndim: int, device: torch.device | None
+                   ) -> tuple[str, Block | None]:
+    """The one-line text of ``value`` and, for a nested collection, its block."""
     if isinstance(value, torch.Tensor):
-        shape = value.shape if value.__class__ is UnbatchedTensor else \
-            _shape(value)[batch_ndim:]  # a strided nested tensor has no .shape
+        if value.__class__ is UnbatchedTensor:
+            shape = value.shape
+        elif value.is_nested:  # a strided nested tensor has no .shape
+            shape = _shape(value)[batch_ndim:]
+        else:
+            shape = value.shape[batch_ndim:]
         text = _dtype_abbreviation(value.dtype) + _sizes(shape)
-        if value.device != device and value.device.type != "cpu":
+        if not value.is_cpu and value.device != device:
             text += f"@{value.device}"
-        return text
-    if getattr(value, "_is_non_tensor", False):
+        return text, None
+    if type(value).__name__ == "TensorDict" and hasattr(value, "_tensordict"):
+        extra = value.batch_size[batch_ndim:]
+        block = (_sizes(extra) if extra else "", compact_entries(value))
+    elif getattr(value, "_is_non_tensor", False):
         data = getattr(value, "data", None)
         plain = isinstance(value, NonTensorData) and not isinstance(value, MetaData)
-        shown = type(data) if plain else type(value)
-        return shown.__name__
-    if hasattr(type(value), "_compact_nested_repr"):  # tensorclasses, lazy stacks
-        return value._compact_nested_repr(batch_ndim)
-    if hasattr(value, "_tensordict") and type(value).__name__ == "TensorDict":
-        extra = value.batch_size[batch_ndim:]
-        return (_sizes(extra) if extra else "") + "{" + _compact_fields(value) + "}"
-    return repr(value)
+        return (type(data) if plain else type(value)).__name__, None
+    elif hasattr(type(value), "_compact_nested_block"):  # tensorclasses, lazy stacks
+        block = value._compact_nested_block(batch_ndim)
+    else:
+        return repr(value), None
+    return block_text(block), block
 
 
-def _compact_fields(td: Any) -> str:
+def compact_entries(td: Any) -> list[Entry]:
+    """The compact fields of ``td``, sorted by key."""
     ndim = len(td.batch_size)
-    return ", ".join(
-        f"{key}: {_compact_entry(td._get_str(key), ndim, td.device)}"
-        for key in sorted(td._keys_str())
-    )
+    device = td.device
+    return [(key, *_compact_value(td._get_str(key), ndim, device))
+            for key in sorted(td._keys_str())]
+
+
+def _joined(entries: list[Entry]) -> str:
+    return ", ".join([f"{key}: {text}" for key, text, _ in entries])
+
+
+def block_text(block: Block) -> str:
+    """A block on one line: ``prefix{a: f32[], b: {c: i64[]}}``."""
+    return f"{block[0]}{{{_joined(block[1])}}}"
+
+
+def _lines(entries: list[Entry], indent: int, closing: str, out: list[str],
+           reserve: int = 0) -> None:
+    """Append one line per entry, ``closing`` (and ``reserve`` more characters of width)
+    after the last one: an entry whose line would pass the width opens its block and
+    lists its fields one level deeper."""
+    pad = " " * indent
+    last = len(entries) - 1
+    for i, (key, text, block) in enumerate(entries):
+        end, extra = (closing, reserve) if i == last else (",", 0)
+        if block is None or not block[1] or \
+                indent + len(key) + 2 + len(text) + len(end) + extra <= _LINE_WIDTH:
+            out.append(f"{pad}{key}: {text}{end}")
+        else:
+            out.append(f"{pad}{key}: {block[0]}{{")
+            _lines(block[1], indent + 4, "}" + end, out, extra)
+
+
+def compact_layout(head: str, groups: list[tuple[str, list[Entry]]]) -> str:
+    """``head, name={fields}, ...)`` on one line when it fits the width. Otherwise the
+    first group's fields go one a line (a nested block that does not fit opens on its
+    own lines too), and each later group stays on the line it starts on when it fits
+    there (the layout upstream prints).
+
+    Example:
+        >>> entries = [("a", "f32[]", None), ("b", "{c: i64[]}", ("", [("c", "i64[]", None)]))]
+        >>> compact_layout("TensorDict(batch_size=[]", [("fields", entries)])
+        'TensorDict(batch_size=[], fields={a: f32[], b: {c: i64[]}})'
+        >>> print(compact_layout("T(batch_size=[]" + "." * 50, [("fields", entries)]))
+        T(batch_size=[].................................................., fields={
+            a: f32[],
+            b: {c: i64[]}})
+    """
+    line = head + "".join([f", {name}={{{_joined(entries)}}}" for name, entries in groups]) + ")"
+    if len(line) <= _LINE_WIDTH:
+        return line
+    out = [head]
+    last = len(groups) - 1
+    for i, (name, entries) in enumerate(groups):
+        end = ")" if i == last else ""
+        flat = f", {name}={{{_joined(entries)}}}{end}"
+        if not entries or (i and len(out[-1]) + len(flat) <= _LINE_WIDTH):
+            out[-1] += flat
+            continue
+        out[-1] += f", {name}={{"
+        # before a later group, upstream keeps room for its opening and one more character
+        _lines(entries, 4, "}" + end, out, 0 if i == last else len(groups[i + 1][0]) + 5)
+    return "\n".join(out)
 
 
 def compact_repr(td: Any) -> str:
@@ -68,16 +140,7 @@ def compact_repr(td: Any) -> str:
     head = f"{type(td).__name__}(batch_size={_sizes(td.batch_size)}"
     if td.device is not None:
         head += f", device={td.device}"
-    ndim = len(td.batch_size)
-    entries = [
-        f"{key}: {_compact_entry(td._get_str(key), ndim, td.device)}"
-        for key in sorted(td._keys_str())
-    ]
-    line = f"{head}, fields={{{', '.join(entries)}}})"
-    if len(line) <= _LINE_WIDTH:
-        return line
-    body = ",\n".join("    " + entry for entry in entries)
-    return f"{head}, fields={{\n{body}}})"
+    return compact_layout(head, [("fields", compact_entries(td))])
 
 
 def _indent(text: str, spaces: int = 4) -> str:

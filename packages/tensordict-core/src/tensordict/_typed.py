@@ -29,7 +29,7 @@ from tensordict._map import MapMixin
 from tensordict._nested_key import is_nested_key
 from tensordict._pointwise import PointwiseMixin
 from tensordict._pytree import _flatten_td, _flatten_with_keys, _unflatten
-from tensordict._repr import _compact_fields, _sizes, tensordict_repr
+from tensordict._repr import Block, _sizes, compact_entries, tensordict_repr
 from tensordict._stack import register_typed
 from tensordict._td import TensorDict
 
@@ -396,11 +396,10 @@ class TypedTensorDict(MapMixin, TensorDictBase):
     def __repr__(self) -> str:
         return tensordict_repr(self)
 
-    def _compact_nested_repr(self, batch_ndim: int) -> str:
+    def _compact_nested_block(self, batch_ndim: int) -> Block:
         """How an instance shows as an entry of a TensorDict's compact repr."""
         extra = self.batch_size[batch_ndim:]
-        return f"{type(self).__name__}{_sizes(extra) if extra else ''}" \
-               f"{{{_compact_fields(self)}}}"
+        return f"{type(self).__name__}{_sizes(extra) if extra else ''}", compact_entries(self)
 
 
 for _name in _PLAIN_RESULTS:

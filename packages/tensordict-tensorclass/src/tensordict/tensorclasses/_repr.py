@@ -18,12 +18,14 @@ from typing import Any
 
 from tensordict._options import get_printoptions
 from tensordict._repr import (
-    _LINE_WIDTH,
-    _compact_entry,
+    Block,
+    Entry,
+    _compact_value,
     _indent,
     _is_shared,
     _sizes,
     _verbose_entry,
+    compact_layout,
 )
 
 
@@ -35,8 +37,11 @@ def _entries(obj: Any) -> list[tuple[str, Any]]:
     return [(key, td._get_str(key)) for key in stored] + [(name, None) for name in missing]
 
 
-def _compact_value(value: Any, ndim: int, device: Any) -> str:
-    return "None" if value is None else _compact_entry(value, ndim, device)
+def _compact_entries(obj: Any) -> list[Entry]:
+    td = obj._tensordict
+    ndim = len(td.batch_size)
+    return [(key, "None", None) if value is None else
+            (key, *_compact_value(value, ndim, td.device)) for key, value in _entries(obj)]
 
 
 def compact_repr(obj: Any) -> str:
@@ -45,24 +50,14 @@ def compact_repr(obj: Any) -> str:
     head = f"{type(obj).__name__}(batch_size={_sizes(td.batch_size)}"
     if td.device is not None:
         head += f", device={td.device}"
-    ndim = len(td.batch_size)
-    entries = [f"{key}: {_compact_value(value, ndim, td.device)}" for key, value in _entries(obj)]
-    line = f"{head}, fields={{{', '.join(entries)}}})"
-    if len(line) <= _LINE_WIDTH:
-        return line
-    body = ",\n".join("    " + entry for entry in entries)
-    return f"{head}, fields={{\n{body}}})"
+    return compact_layout(head, [("fields", _compact_entries(obj))])
 
 
-def nested_compact_repr(obj: Any, parent_ndim: int) -> str:
-    """How an instance shows as an entry of a compact repr: ``Name{a: f32[], b: None}``."""
-    td = obj._tensordict
-    ndim = len(td.batch_size)
-    extra = td.batch_size[parent_ndim:]
-    fields = ", ".join(
-        f"{key}: {_compact_value(value, ndim, td.device)}" for key, value in _entries(obj)
-    )
-    return f"{type(obj).__name__}{_sizes(extra) if extra else ''}{{{fields}}}"
+def nested_compact_block(obj: Any, parent_ndim: int) -> Block:
+    """How an instance shows as an entry of a compact repr: ``Name{a: f32[], b: None}``
+    (its fields one a line when long)."""
+    extra = obj._tensordict.batch_size[parent_ndim:]
+    return f"{type(obj).__name__}{_sizes(extra) if extra else ''}", _compact_entries(obj)
 
 
 def verbose_repr(obj: Any) -> str:

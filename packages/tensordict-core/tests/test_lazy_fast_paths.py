@@ -1,0 +1,291 @@
+"""The lazy stack's fast paths give what the general paths give: key listing and lookups,
+``set``, ``update``, ``select``, ``lazy_stack``, padded and nested reads, ``del``, and an
+explicit ``NO_DEFAULT``; every write is checked before the first one."""
+
+import pytest
+import torch
+import torch.nn.functional as F  # noqa: N812
+
+from tensordict import LazyStackedTensorDict, NonTensorStack, TensorDict, lazy_stack
+from tensordict._lazy_ops import common_shape, pad_stack
+from tensordict.base import NO_DEFAULT
+from tensordict.errors import LockedTensorDictError, MissingKeyError
+
+
+def parts(n=3, keys=("a", "b")):
+    return [TensorDict({k: torch.full((4, 2), float(i)) for k in keys}, [4]) for i in range(n)]
+
+
+def snapshot(stack):
+    return [{k: v.clone() for k, v in td.items(True, True)} for td in stack.tensordicts]
+
+
+def assert_same(stack, before):
+    after = [dict(td.items(True, True)) for td in stack.tensordicts]
+    assert [sorted(map(str, d)) for d in after] == [sorted(map(str, d)) for d in before]
+    for old, new in zip(before, after):
+        for key, value in old.items():
+            assert torch.equal(new[key], value)
+
+
+# -- keys and lookups ------------------------------------------------------------------------
+def test_keys_same_keys_any_order_follow_first_part():
+    a = TensorDict(x=torch.zeros(()), y=torch.zeros(()))
+    b = TensorDict(y=torch.ones(()), x=torch.ones(()))
+    stack = lazy_stack([a, b])
+    assert list(stack.keys()) == ["x", "y"]
+    assert list(stack.keys(True, True)) == ["x", "y"]
+
+
+def test_keys_exclusive_and_nested():
+    a = TensorDict(x=torch.zeros(()), n=TensorDict(p=torch.zeros(()), q=torch.zeros(())))
+    b = TensorDict(x=torch.zeros(()), n=TensorDict(p=torch.zeros(())), z=torch.zeros(()))
+    stack = lazy_stack([a, b])
+    assert sorted(map(str, stack.keys(True, True))) == sorted(map(str, ["x", ("n", "p")]))
+    assert "x" in stack and "n" in stack
+    assert "z" not in stack and "q" not in stack
+    assert ("n", "p") in stack and ("n", "q") not in stack
+    assert stack._peek_str("z", None) is None
+    with pytest.raises(KeyError):
+        stack._peek_str("z")
+    assert stack._peek_str("x") is a["x"]
+
+
+def test_keys_listing_survives_deleting_while_iterating():
+    stack = lazy_stack(parts())
+    for key in stack._keys_str():
+        del stack[key]
+    assert list(stack.keys()) == []
+    assert all(list(td.keys()) == [] for td in stack.tensordicts)
+
+
+def test_contains_of_lazy_parts_and_non_tensor_stack():
+    inner = lazy_stack([TensorDict(x=torch.zeros(())), TensorDict(x=torch.zeros(()), y=1)])
+    outer = lazy_stack([inner, inner.clone()])
+    assert "x" in outer and "y" not in outer
+    strings = NonTensorStack("a", "b")
+    assert "a" not in strings
+
+
+def test_item_shape_ragged_nested_and_lazy_parts():
+    a = TensorDict(x=torch.zeros(3, 2), n=TensorDict(y=torch.zeros(1)))
+    b = TensorDict(x=torch.zeros(5, 2), n=TensorDict(y=torch.zeros(1)))
+    stack = lazy_stack([a, b])
+    assert stack.get_item_shape("x") == torch.Size([2, -1, 2])
+    assert stack.get_item_shape(("n", "y")) == torch.Size([2, 1])
+    assert stack.get_item_shape("n") == torch.Size([2])
+    outer = lazy_stack([stack, stack])
+    assert outer.get_item_shape("x") == torch.Size([2, 2, -1, 2])
+    assert common_shape([torch.Size([2, 3]), torch.Size([2, 3])]) == torch.Size([2, 3])
+    assert common_shape([torch.Size([2]), torch.Size([2, 3])]) == torch.Size([-1])
+
+
+def test_repr_long_line_breaks_once_per_entry():
+    stack = lazy_stack(parts(keys=[f"key_{i}" for i in range(8)]))
+    text = repr(stack)
+    assert text.count("key_3: f32[2]") == 1
+    assert text.startswith("LazyStackedTensorDict(batch_size=[3,4], stack_dim=0, fields={\n")
+    assert text.endswith("    key_7: f32[2]})")
+
+
+# -- set --------------------------------------------------------------------------------------
+def test_set_leaf_writes_views_into_each_part():
+    stack = lazy_stack(parts())
+    value = torch.arange(24.0).reshape(3, 4, 2)
+    stack.set("c", value)
+    for i, td in enumerate(stack.tensordicts):
+        assert torch.equal(td["c"], value[i])
+        assert td["c"].data_ptr() == value[i].data_ptr()
+
+
+def test_set_leaf_with_a_locked_part_writes_nothing():
+    stack = lazy_stack(parts())
+    stack.tensordicts[2].lock_()
+    before = snapshot(stack)
+    with pytest.raises(RuntimeError, match="locked"):
+        stack.set("c", torch.zeros(3, 4, 2))
+    assert_same(stack, before)
+
+
+# -- update -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("stack_dim", [0, 1])
+def test_update_from_a_tensordict_unbinds_each_leaf(stack_dim):
+    stack = lazy_stack(parts(), stack_dim)
+    size = stack.batch_size
+    source = TensorDict(a=torch.randn(*size, 2), c=torch.randn(*size, 5), batch_size=size)
+    assert stack.update(source) is stack
+    for i, td in enumerate(stack.tensordicts):
+        assert torch.equal(td["a"], source["a"].select(stack_dim, i))
+        assert torch.equal(td["c"], source["c"].select(stack_dim, i))
+        assert torch.equal(td["b"], torch.full((4, 2), float(i)))
+    assert torch.equal(stack["c"], source["c"])
+
+
+def test_update_from_a_longer_batch_and_a_nested_source():
+    stack = lazy_stack(parts())
+    longer = TensorDict(a=torch.randn(3, 4, 2), batch_size=[3, 4, 2])
+    stack.update(longer)
+    assert torch.equal(stack["a"], longer["a"])
+    nested = TensorDict(n=TensorDict(m=torch.randn(3, 4)), batch_size=[3, 4])
+    stack.update(nested)
+    assert torch.equal(stack["n", "m"], nested["n", "m"])
+    assert isinstance(stack.tensordicts[1]["n"], TensorDict)
+
+
+def test_update_merges_into_sub_tensordicts():
+    stack = lazy_stack([TensorDict(n=TensorDict(p=torch.zeros(4)), batch_size=[4])
+                        for _ in range(2)])
+    stack.update(TensorDict(n=TensorDict(q=torch.ones(2, 4)), batch_size=[2, 4]))
+    assert sorted(stack.tensordicts[0]["n"].keys()) == ["p", "q"]
+
+
+def test_update_shorter_batch_and_keys_to_update_take_the_general_path():
+    stack = lazy_stack(parts())
+    stack.update(TensorDict(c=torch.ones(3, 4), batch_size=[3]))
+    assert torch.equal(stack["c"], torch.ones(3, 4))
+    stack.update(TensorDict(a=torch.ones(3, 4, 2), b=torch.ones(3, 4, 2), batch_size=[3, 4]),
+                 keys_to_update=["a"])
+    assert torch.equal(stack["a"], torch.ones(3, 4, 2))
+    assert not torch.equal(stack["b"], torch.ones(3, 4, 2))
+
+
+def test_update_with_a_locked_part_writes_nothing():
+    stack = lazy_stack(parts())
+    stack.tensordicts[1].lock_()
+    before = snapshot(stack)
+    with pytest.raises(RuntimeError, match="locked"):
+        stack.update(TensorDict(c=torch.ones(3, 4), batch_size=[3, 4]))
+    assert_same(stack, before)
+
+
+def test_update_of_a_wrong_batch_size_writes_nothing():
+    stack = lazy_stack(parts())
+    before = snapshot(stack)
+    with pytest.raises(RuntimeError):
+        stack.update(TensorDict(c=torch.ones(2, 4), batch_size=[2, 4]))
+    assert_same(stack, before)
+
+
+# -- select and lazy_stack --------------------------------------------------------------------
+def test_select_keeps_parts_and_checks_keys():
+    a = TensorDict(x=torch.zeros(()), n=TensorDict(p=torch.zeros(()), q=torch.zeros(())))
+    stack = lazy_stack([a, a.clone()])
+    out = stack.select("x", ("n", "p"))
+    assert isinstance(out, LazyStackedTensorDict)
+    assert sorted(map(str, out.keys(True, True))) == sorted(map(str, ["x", ("n", "p")]))
+    assert out.tensordicts[0]["x"] is a["x"]
+    with pytest.raises(KeyError):
+        stack.select("zz")
+    assert list(stack.select("zz", "x", strict=False).keys()) == ["x"]
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1, -2])
+def test_lazy_stack_of_tensordicts(dim):
+    tds = parts()
+    stack = LazyStackedTensorDict.lazy_stack(tds, dim, stack_dim_name="s")
+    assert stack.tensordicts == tds and stack.tensordicts is not tds
+    assert stack.stack_dim == dim % 2
+    assert stack.names[dim % 2] == "s"
+    assert torch.equal(stack["a"], torch.stack([td["a"] for td in tds], dim % 2))
+
+
+def test_lazy_stack_of_tensordicts_ragged_and_bad_dims():
+    stack = lazy_stack([TensorDict(batch_size=[2]), TensorDict(batch_size=[3])])
+    assert stack.batch_size == torch.Size([2, -1])
+    with pytest.raises(RuntimeError, match="batch dims"):
+        lazy_stack([TensorDict(batch_size=[2]), TensorDict(batch_size=[2, 1])])
+    with pytest.raises(IndexError):
+        lazy_stack([TensorDict(batch_size=[2])] * 2, 2)
+
+
+# -- padded and nested reads ------------------------------------------------------------------
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_pad_stack_first_dim_matches_f_pad(side):
+    values = [torch.randn(n, 3) for n in (1, 4, 2)]
+    expected = torch.stack([F.pad(v, [0, 0] + ([0, 4 - len(v)] if side == "right"
+                                                else [4 - len(v), 0]), value=-1.0)
+                            for v in values])
+    assert torch.equal(pad_stack(values, 0, -1.0, side), expected)
+
+
+def test_pad_stack_other_dims_and_mixed_dtypes():
+    values = [torch.ones(1, 2), torch.ones(2, 1)]
+    out = pad_stack(values, 0, 0.0)
+    assert out.shape == (2, 2, 2) and out.sum() == 4
+    assert pad_stack(values, 1).shape == (2, 2, 2)
+    mixed = pad_stack([torch.ones(1, dtype=torch.int64), torch.ones(2)], 0)
+    assert mixed.dtype == torch.float32 and mixed.tolist() == [[1.0, 0.0], [1.0, 1.0]]
+
+
+def test_get_as_padded_tensor_of_a_ragged_stack():
+    stack = lazy_stack([TensorDict(r=torch.ones(n, 3)) for n in (1, 3)])
+    out = stack.get("r", as_padded_tensor=True, padding_value=-1.0, padding_side="left")
+    assert out.shape == (2, 3, 3)
+    assert (out[0, :2] == -1).all() and (out[0, 2] == 1).all() and (out[1] == 1).all()
+
+
+def test_get_nestedtensor_defaults_to_strided_get_to_jagged():
+    stack = lazy_stack([TensorDict(r=torch.ones(n, 3), n=TensorDict(q=torch.ones(n)))
+                        for n in (1, 3)])
+    assert stack.get_nestedtensor("r").layout is torch.strided
+    assert stack.get_nestedtensor(("n", "q")).layout is torch.strided
+    assert stack.get_nestedtensor("r", layout=torch.jagged).layout is torch.jagged
+    assert stack.get("r", as_nested_tensor=True).layout is torch.jagged
+    assert stack.get_nestedtensor("zz", default=3) == 3
+    assert [t.shape for t in stack.get_nestedtensor("r").unbind()] == [(1, 3), (3, 3)]
+
+
+# -- del and an explicit NO_DEFAULT -----------------------------------------------------------
+def exclusive_stack():
+    a = TensorDict(x=torch.zeros(2), y=torch.zeros(1),
+                   n=TensorDict(p=torch.zeros(1), q=torch.zeros(1)))
+    b = TensorDict(x=torch.zeros(2), n=TensorDict(p=torch.zeros(1)))
+    return lazy_stack([a, b])
+
+
+def test_del_an_exclusive_key_deletes_it_where_held():
+    stack = exclusive_stack()
+    del stack["y"]
+    assert [sorted(td.keys()) for td in stack.tensordicts] == [["n", "x"], ["n", "x"]]
+    assert stack.del_(("n", "q")) is stack
+    assert [sorted(td["n"].keys()) for td in stack.tensordicts] == [["p"], ["p"]]
+    del stack["x"]
+    assert [sorted(td.keys()) for td in stack.tensordicts] == [["n"], ["n"]]
+
+
+def test_del_a_key_no_part_holds_raises():
+    stack = exclusive_stack()
+    before = snapshot(stack)
+    with pytest.raises(MissingKeyError):
+        del stack["zz"]
+    with pytest.raises(KeyError):
+        del stack["n", "zz"]
+    outer = lazy_stack([stack, stack.clone()])  # "y" is not a key of either lazy part
+    with pytest.raises(KeyError):
+        del outer["y"]
+    assert_same(stack, before)
+
+
+def test_del_locked_writes_nothing():
+    stack = exclusive_stack()
+    before = snapshot(stack)
+    stack.lock_()
+    with pytest.raises(LockedTensorDictError):
+        del stack["y"]
+    stack.unlock_()
+    stack.tensordicts[1].lock_()
+    with pytest.raises(LockedTensorDictError):
+        del stack["x"]
+    assert_same(stack, before)
+
+
+def test_explicit_no_default_raises_none_default_gives_none():
+    stack = exclusive_stack()
+    for key in ("y", "zz", ("zz", "q")):
+        with pytest.raises(KeyError):
+            stack.get(key, NO_DEFAULT)
+        with pytest.raises(KeyError):
+            stack.get(key, default=NO_DEFAULT)
+        assert stack.get(key) is None
+        assert stack.get(key, 0) == 0
+    assert torch.equal(stack.get("x", NO_DEFAULT), torch.zeros(2, 2))
