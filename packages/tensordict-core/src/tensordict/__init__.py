@@ -78,6 +78,7 @@ fromkeys = TensorDict.fromkeys
 _pytree.register_nodes()  # torch.func and pytree tools see the tensors of TensorDicts
 register_default_collate()  # a DataLoader without collate_fn stacks TensorDicts
 _plugins.install_subpackage_finder()
+_plugins.host_methods(TensorCollection)  # plugin methods resolve as TensorCollection's own
 
 __all__ = [
     "stack",

@@ -39,6 +39,7 @@ from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nontensor import NonTensorData
 
 #: slots never pickled: weak references and pending ``with`` actions (closures)
+_Tensor = torch.Tensor
 _TRANSIENT = frozenset({"__weakref__", "_exit_stack"})
 _SLOTS: dict[type, tuple[tuple[str, ...], bool]] = {}
 
@@ -154,8 +155,10 @@ class SerializationMixin:
         >>> TensorDict().load_state_dict(td.state_dict(), strict=False).batch_size
         torch.Size([2])
         """
-        tensors = _flat_tensors(state_dict)
         metadata = getattr(state_dict, "_metadata", {}) or {}
+        if not assign and _copy_state(self, state_dict, metadata):
+            return self
+        tensors = _flat_tensors(state_dict)
         non_tensor = {tuple(path.split(".")): meta["non_tensor"]
                       for path, meta in metadata.items() if "non_tensor" in meta}
         current = {k if isinstance(k, tuple) else (k,): v
@@ -194,16 +197,71 @@ class SerializationMixin:
 def _fill_state(td: Any, out: Any, metadata: Any, prefix: str, keep_vars: bool) -> None:
     metadata[prefix[:-1] if prefix.endswith(".") else prefix] = {
         "batch_size": td.batch_size, "device": td.device}
-    for key in td._keys_str():
-        value = td._get_str(key)
+    entries = td._tensordict if td.__class__ is classes.TensorDict else \
+        {key: td._get_str(key) for key in td._keys_str()}
+    for key, value in entries.items():
         name = prefix + key
-        if isinstance(value, torch.Tensor):
+        if value.__class__ is _Tensor or isinstance(value, _Tensor):
             out[name] = value if keep_vars else value.detach()
         elif getattr(value, "_is_non_tensor", False):
             metadata[name] = {"batch_size": value.batch_size, "device": value.device,
                               "non_tensor": value}
         else:
             _fill_state(value, out, metadata, name + ".", keep_vars)
+
+
+def _copy_state(td: Any, state_dict: Mapping[str, Any], metadata: Mapping[str, Any]) -> bool:
+    """The fast path of ``load_state_dict`` (in place): ``td`` a dense TensorDict of tensor
+    leaves (sub-TensorDicts of the batch sizes the metadata records, no non-tensor
+    entry), ``state_dict`` a flat one of plain tensors under exactly its leaves' names,
+    of the same shapes. Everything is checked, then one ``_foreach_copy_`` writes every
+    leaf. Returns False, having written nothing, when the case does not apply.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.zeros(2), "n": {"b": torch.zeros(2)}}, [2])
+    >>> _copy_state(td, {"a": torch.ones(2), "n.b": torch.ones(2)}, {}), td["n", "b"]
+    (True, tensor([1., 1.]))
+    >>> _copy_state(td, {"a": torch.ones(2)}, {})  # a key missing: the general path
+    False
+    """
+    leaves: dict[str, torch.Tensor] = {}
+    sizes: dict[str, torch.Size] = {}
+    if td.__class__ is not classes.TensorDict or not _dense_leaves(td, "", leaves, sizes) \
+            or len(state_dict) != len(leaves):
+        return False
+    for path, meta in metadata.items():
+        if "non_tensor" in meta or ("batch_size" in meta and (
+                path not in sizes or tuple(meta["batch_size"]) != sizes[path])):
+            return False
+    targets: list[torch.Tensor] = []
+    sources: list[torch.Tensor] = []
+    for name, source in state_dict.items():
+        target = leaves.get(name)  # (None for a key that is not a str: then no match)
+        if target is None or source.__class__ is not _Tensor or target.shape != source.shape \
+                or not target.is_contiguous():  # (an expanded target: general path)
+            return False
+        targets.append(target)
+        sources.append(source)
+    if targets:
+        with torch.no_grad():
+            torch._foreach_copy_(targets, sources)
+    return True
+
+
+def _dense_leaves(td: Any, prefix: str, leaves: dict[str, torch.Tensor],
+                  sizes: dict[str, torch.Size]) -> bool:
+    """Fill ``leaves`` (``"."``-joined name: tensor) and ``sizes`` (path of each
+    TensorDict: batch size) for a TensorDict of TensorDicts and plain tensors only."""
+    sizes[prefix[:-1]] = td._batch_size
+    dense = classes.TensorDict
+    for key, value in td._tensordict.items():
+        if value.__class__ is _Tensor:
+            leaves[prefix + key] = value
+        elif value.__class__ is not dense or not _dense_leaves(value, prefix + key + ".",
+                                                                leaves, sizes):
+            return False
+    return True
 
 
 def _flat_tensors(state_dict: Mapping[str, Any], prefix: tuple[str, ...] = ()

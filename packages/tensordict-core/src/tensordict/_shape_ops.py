@@ -86,38 +86,50 @@ def _split_sizes(size: int, split_size: int | Sequence[int]) -> list[int]:
     return sizes
 
 
-def _restructure_parts(td: Any, whole: Callable[[_Tensor], Sequence[_Tensor]],
+# the tensor method giving all pieces of a plain tensor at once, by the name of the method
+# that tensor subclasses (MemoryMappedTensor) may override
+_CUTS: dict[str, Callable[..., Sequence[_Tensor]]] = {
+    "unbind": _Tensor.unbind, "split": _Tensor.split_with_sizes}
+
+
+def _restructure_parts(td: Any, method: str, args: tuple[Any, ...],
                        indices: Sequence[tuple[Any, ...]],
                        sizes: Sequence[torch.Size], names: Any) -> tuple[Any, ...]:
-    """Cut ``td`` in pieces: ``whole(leaf)`` gives all pieces of a leaf at once and
-    ``indices[i]`` (a batch index) the i-th alone. Other collections are indexed, so
-    that the pieces of a lazy stack are views of its parts, as upstream (ParallelEnv
-    workers write into the pieces of a shared, lazily stacked buffer).
+    """Cut ``td`` in pieces: ``leaf.<method>(*args)`` (``"unbind"`` or ``"split"``)
+    gives all pieces of a leaf at once and ``indices[i]`` (a batch index) the i-th alone.
+    Other collections are indexed, so that the pieces of a lazy stack are views of its
+    parts, as upstream (ParallelEnv workers write into the pieces of a shared, lazily
+    stacked buffer).
     """
     if type(td) is not classes.TensorDict:
-        return tuple(td[index] for index in indices)
+        return tuple([td[index] for index in indices])
     ndim = len(td.batch_size)
-    outs: list[dict[str, Any]] = [{} for _ in sizes]
+    cut = _CUTS[method]
+    keys: list[str] = []
+    columns: list[Sequence[Any]] = []  # the pieces of each entry, one per output
     for key, value in td._tensordict.items():
-        if isinstance(value, _Tensor):
-            pieces = ([value._rebatch(size) for size in sizes]
-                      if value.__class__ is UnbatchedTensor else whole(value))
-            for out, piece in zip(outs, pieces):
-                out[key] = piece
-            continue
-        extra = value.batch_size[ndim:]
-        if getattr(value, "_is_non_tensor", False):
-            for out, index, size in zip(outs, indices, sizes):
-                out[key] = value._restructure(operator.itemgetter(index), size + extra)
-            continue
-        child_names = None if names is None else tuple(names) + tuple(value.names[ndim:])
-        pieces = _restructure_parts(value, whole, indices, [s + extra for s in sizes],
-                                    child_names)
-        for out, piece in zip(outs, pieces):
-            out[key] = piece
+        keys.append(key)
+        if value.__class__ is _Tensor:
+            columns.append(cut(value, *args))
+        elif isinstance(value, _Tensor):
+            columns.append([value._rebatch(size) for size in sizes]
+                           if value.__class__ is UnbatchedTensor
+                           else getattr(value, method)(*args))
+        elif getattr(value, "_is_non_tensor", False):
+            extra = value.batch_size[ndim:]
+            columns.append([value._restructure(operator.itemgetter(index), size + extra)
+                            for index, size in zip(indices, sizes)])
+        else:
+            extra = value.batch_size[ndim:]
+            child_names = None if names is None else tuple(names) + tuple(value.names[ndim:])
+            columns.append(_restructure_parts(value, method, args, indices,
+                                              [s + extra for s in sizes], child_names))
     names = None if names is None or all(n is None for n in names) else tuple(names)
-    return tuple(classes.TensorDict._from_entries(out, size, td.device, names)
-                 for out, size in zip(outs, sizes))
+    device = td.device
+    new = classes.TensorDict._from_entries
+    rows = zip(*columns) if columns else [()] * len(sizes)
+    return tuple([new(dict(zip(keys, row)), size, device, names)
+                  for row, size in zip(rows, sizes)])
 
 
 def check_mask(td: Any, mask: _Tensor, op: str) -> None:
@@ -135,7 +147,8 @@ def _split_along(td: Any, dim: int, sizes: list[int]) -> tuple[Any, ...]:
     new_sizes = [batch[:dim] + torch.Size([s]) + batch[dim + 1:] for s in sizes]
     lead = (slice(None),) * dim
     indices = [(*lead, slice(a, a + n)) for a, n in zip(starts, sizes)]
-    pieces = _restructure_parts(td, lambda x: x.split(sizes, dim), indices, new_sizes, td.names)
+    pieces = _restructure_parts(td, "split", (sizes, dim), indices,
+                                new_sizes, td.names)
     if td.is_locked:  # as upstream's split and chunk (not unbind)
         for piece in pieces:
             piece.lock_()
@@ -306,9 +319,15 @@ class ShapeOpsMixin:
         torch.Size([3, 2])
         """
         d0, d1 = batch_dim(self, dim0, error=ValueError), batch_dim(self, dim1, error=ValueError)
-        order = list(range(len(self.batch_size)))
-        order[d0], order[d1] = d1, d0
-        return self.permute(order)
+        if self.__class__ is not classes.TensorDict:  # (a lazy stack permutes its own way)
+            order = list(range(len(self.batch_size)))
+            order[d0], order[d1] = d1, d0
+            return self.permute(order)
+        batch = list(self._batch_size)
+        batch[d0], batch[d1] = batch[d1], batch[d0]
+        names = self.names  # a new list
+        names[d0], names[d1] = names[d1], names[d0]
+        return self._reshaped(lambda x: x.transpose(d0, d1), torch.Size(batch), names)
 
     def swapaxes(self, axis0: int, axis1: int) -> Any:
         """Alias of :meth:`transpose`."""
@@ -473,7 +492,7 @@ class ShapeOpsMixin:
         names = self.names
         names = names[:dim] + names[dim + 1:]
         indices = [(*(slice(None),) * dim, i) for i in range(batch[dim])]
-        return _restructure_parts(self, lambda x: x.unbind(dim), indices, [new] * len(indices),
+        return _restructure_parts(self, "unbind", (dim,), indices, [new] * len(indices),
                                   names)
 
     def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Any, ...]:
@@ -633,17 +652,27 @@ class ShapeOpsMixin:
             return torch.where(cond, x, theirs)
 
         others = (other,) if hasattr(other, "_apply_nest") else ()
+        if others:  # the entries only ``other`` has need ``pad`` (checked before any work)
+            own = set(self.keys(True, True))
+            own_objects = dict(self.non_tensor_items(True))
+            theirs_only = [(key, value) for key, value in other.items(True, True)
+                           if key not in own]
+            objects_only = [(key, value) for key, value in other.non_tensor_items(True)
+                            if key not in own_objects]
+            if pad is None and (theirs_only or objects_only):
+                key = (theirs_only or objects_only)[0][0]
+                raise KeyError(f"Key {key} not found and no pad value provided.")
         kwargs = {} if pad is None else {"default": pad}
         result = self._apply_nest(fn, *others, filter_empty=False, **kwargs)
-        if others and pad is not None:  # leaves only ``other`` has: ``pad`` where condition
-            own = set(self.keys(True, True))
-            for key, value in other.items(True, True):
-                if key not in own:
-                    cond = condition.reshape((*condition.shape, *(1,) * (value.ndim - ndim)))
-                    mine = torch.as_tensor(pad, dtype=value.dtype, device=value.device)
-                    result.set(key, torch.where(cond, mine, value))
-        if others:  # each non-tensor object comes from self or other, as the leaves do
-            for key, mine in self.non_tensor_items(True):
+        if others:
+            for key, value in theirs_only:  # ``pad`` where condition
+                cond = condition.reshape((*condition.shape, *(1,) * (value.ndim - ndim)))
+                mine = torch.as_tensor(pad, dtype=value.dtype, device=value.device)
+                result.set(key, torch.where(cond, mine, value))
+            for key, value in objects_only:  # kept as they are, as upstream
+                result.set(key, value)
+            # each non-tensor object of both comes from self or other, as the leaves do
+            for key, mine in own_objects.items():
                 theirs = other.get(key, None)
                 if getattr(theirs, "_is_non_tensor", False):
                     result.set(key, classes.NonTensorStack._where_objects(condition, mine,

@@ -33,12 +33,12 @@ from tensordict._nontensor import merged_non_tensor
 from tensordict._options import capture_non_tensor_stack, lazy_legacy
 from tensordict._plan import WritePlan
 from tensordict._unbatched import UnbatchedTensor, stack_unbatched
+from tensordict.errors import StackMismatchError
 
 _Tensor = torch.Tensor
-
-
-class StackMismatchError(RuntimeError):
-    """TensorDicts whose keys or leaf shapes do not allow a dense stack or cat."""
+_PLAIN = {_Tensor}
+_SHAPE = attrgetter("shape")
+_DTYPE = attrgetter("dtype")
 
 
 class KeyMismatchError(StackMismatchError, KeyError):
@@ -242,10 +242,16 @@ def _check_batch(tds: Sequence[Any], skip_dim: int | None = None) -> torch.Size:
         if len(set(map(attrgetter("batch_size"), tds))) == 1:
             return batch
         bad = next((i for i, td in enumerate(tds) if td.batch_size != batch), None)
-    else:
-        def key(size: torch.Size) -> tuple[int, ...]:
-            return (len(size),) + tuple(size[:skip_dim]) + tuple(size[skip_dim + 1:])
-        bad = next((i for i, td in enumerate(tds) if key(td.batch_size) != key(batch)), None)
+    else:  # the sizes must agree but along skip_dim
+        reference = list(batch)
+        del reference[skip_dim:skip_dim + 1]
+        bad = None
+        for i, td in enumerate(tds):
+            size = list(td.batch_size)
+            del size[skip_dim:skip_dim + 1]
+            if size != reference or len(td.batch_size) != len(batch):
+                bad = i
+                break
     if bad is not None:
         raise StackMismatchError(
             f"cannot stack or cat TensorDicts of batch sizes {batch} (tensordict 0) and "
@@ -461,10 +467,18 @@ def _collect_pairs(out: Any, tds: list[Any], dim: int, stacking: bool,
 def _check_leaf(path: tuple[str, ...], target: Any, values: list[Any], dim: int,
                 stacking: bool) -> None:
     """Raise unless ``target`` is exactly the stack (or cat) of ``values`` along ``dim``."""
+    if stacking and target.__class__ is _Tensor:  # the common case first: plain tensors
+        shapes = set(map(_SHAPE, values))  # of one shape and the dtype of ``target``
+        if len(shapes) == 1 and set(map(type, values)) == _PLAIN \
+                and set(map(_DTYPE, values)) == {target.dtype}:
+            expected = list(shapes.pop())  # (lists: slicing a torch.Size is slow)
+            expected.insert(dim, len(values))
+            if list(target.shape) == expected:
+                return
     key = path[0] if len(path) == 1 else path
     if not isinstance(target, _Tensor) or not all(isinstance(v, _Tensor) for v in values):
         raise TypeError(f"cannot stack or cat the entry {key!r} into out: not all tensors")
-    shapes = list(map(attrgetter("shape"), values))
+    shapes = list(map(_SHAPE, values))
     first = shapes[0]
     if stacking:
         ok = shapes.count(first) == len(shapes)
@@ -558,10 +572,12 @@ def pad_sequence(list_of_tensordicts: Sequence[Any], pad_dim: int = 0,
                                                capture_non_tensor_stack()))
             continue
         length = longest if batched else max(x.shape[pad_dim] for x in leaves)
-        result.set(key, torch.stack([pad_to(x, length, value_for(path)) for x in leaves]))
-        valid = [pad_to(torch.ones(x.shape[:pad_dim + 1], dtype=torch.bool, device=x.device),
-                        length, False) for x in leaves]
-        masks[key] = torch.stack(valid)
+        value = value_for(path)
+        result.set(key, torch.stack([pad_to(x, length, value) for x in leaves]))
+        if return_mask:
+            valid = [pad_to(torch.ones(x.shape[:pad_dim + 1], dtype=torch.bool,
+                                       device=x.device), length, False) for x in leaves]
+            masks[key] = torch.stack(valid)
     result = _retyped(tds[0], result)
     if return_mask:
         mask_key = "masks" if return_mask is True else return_mask

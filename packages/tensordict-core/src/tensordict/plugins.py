@@ -151,6 +151,10 @@ class _Manager(pluggy.PluginManager):
         super().__init__(ENTRY_POINT_GROUP)
         self.add_hookspecs(hookspecs)
         self._cache: dict[str, dict[Any, Any]] = {}
+        #: the class the plugin methods are set on (see :func:`host_methods`), and the
+        #: names set there
+        self._host: type | None = None
+        self._installed: list[str] = []
         self._distributions: dict[str, str] = {}
         self._entry_points_loaded = False
         self._lock = threading.RLock()
@@ -158,13 +162,13 @@ class _Manager(pluggy.PluginManager):
     def register(self, plugin: object, name: str | None = None) -> str | None:
         with self._lock:
             result = super().register(plugin, name)
-            self._cache.clear()
+            self._invalidate()
             try:
                 for hook_name in HOOK_NAMES:
                     self.merged(hook_name)
             except Exception:
                 super().unregister(plugin)
-                self._cache.clear()
+                self._invalidate()
                 raise
             return result
 
@@ -173,7 +177,7 @@ class _Manager(pluggy.PluginManager):
             name = name if name is not None else self.get_name(plugin)
             result = super().unregister(plugin, name)
             self._distributions.pop(name, None)
-            self._cache.clear()
+            self._invalidate()
             return result
 
     def load_entry_points(self) -> None:
@@ -195,7 +199,7 @@ class _Manager(pluggy.PluginManager):
                         continue
                     self._load_entry_point(entry_point, dist)
             self.check_pending()
-            self._cache.clear()
+            self._invalidate()
 
     def _load_entry_point(
         self, entry_point: importlib.metadata.EntryPoint, dist: importlib.metadata.Distribution
@@ -215,6 +219,27 @@ class _Manager(pluggy.PluginManager):
             )
             return
         self._distributions[name] = label
+
+    def _invalidate(self) -> None:
+        """Forget the merged registries, and take the plugin methods off the host class."""
+        self._cache.clear()
+        for name in self._installed:
+            delattr(self._host, name)
+        self._installed.clear()
+
+    def _install_methods(self, methods: dict[str, Any]) -> None:
+        """Set each plugin method on the host class as a :class:`_PluginAttribute`, so
+        that ``td.name`` is found by the class lookup instead of by ``__getattr__`` after
+        that lookup failed (the slow part). Names starting with ``_`` and names the host
+        defines are left to ``__getattr__``, which refuses the former.
+        """
+        host = self._host
+        if host is None:
+            return
+        for name, function in methods.items():
+            if not name.startswith("_") and name not in vars(host):
+                setattr(host, name, _PluginAttribute(name, function, host.__getattr__))
+                self._installed.append(name)
 
     def merged(self, hook_name: str) -> dict[Any, Any]:
         """The union of the mappings every plugin returns for ``hook_name``."""
@@ -236,7 +261,49 @@ class _Manager(pluggy.PluginManager):
                 merged[key] = value
                 owners[key] = impl.plugin_name
         self._cache[hook_name] = merged
+        if hook_name == "tensordict_methods":
+            self._install_methods(merged)
         return merged
+
+
+class _PluginAttribute:
+    """A plugin method set on the host class (TensorCollection, see
+    :func:`host_methods`): resolves exactly as its ``__getattr__`` would, without a
+    failed lookup first.
+
+    A class that has its own ``__getattr__`` (which may forward the name elsewhere)
+    gets the name from it, as before. Not callable, so that code copying the callable
+    attributes of TensorDict (tensorclass forwarding) leaves plugin methods alone.
+
+    >>> import tensordict
+    >>> from tensordict.plugins import hookimpl, register, unregister
+    >>> class Shout:
+    ...     @hookimpl
+    ...     def tensordict_methods(self):
+    ...         return {"shout": lambda td: sorted(td.keys())}
+    >>> plugin = register(Shout())
+    >>> type(vars(tensordict.TensorCollection)["shout"]).__name__
+    '_PluginAttribute'
+    >>> unregister(plugin)
+    >>> "shout" in vars(tensordict.TensorCollection)
+    False
+    """
+
+    __slots__ = ("name", "function", "fallback", "bind")
+
+    def __init__(self, name: str, function: Any, fallback: Callable[[Any, str], Any]) -> None:
+        self.name, self.function, self.fallback = name, function, fallback
+        self.bind = function.__get__
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:  # on the class: as the metaclass's __getattr__ gives it
+            function = self.function
+            return function.__get__(None, owner) if isinstance(function, classmethod) \
+                else function
+        cls = obj.__class__
+        if cls.__getattr__ is self.fallback:
+            return self.bind(obj, cls)
+        return cls.__getattr__(obj, self.name)  # the class's own fallback decides
 
 
 #: Every hook of :mod:`tensordict.hookspecs`.
@@ -257,6 +324,21 @@ def _manager() -> _Manager:
     plugin_manager()
     assert _MANAGER is not None
     return _MANAGER
+
+
+def host_methods(cls: type) -> None:
+    """Set the plugin methods on ``cls`` (``tensordict`` passes TensorCollection at
+    import), whose ``__getattr__`` resolves them otherwise: they are then found as the
+    class's own attributes are, and follow every (un)registration.
+
+    >>> from tensordict import TensorCollection
+    >>> _manager()._host is TensorCollection
+    True
+    """
+    manager = _manager()
+    with manager._lock:
+        manager._invalidate()
+        manager._host = cls
 
 
 def register(plugin: object, name: str | None = None) -> object:

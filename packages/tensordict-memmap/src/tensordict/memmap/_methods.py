@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from tensordict._nested_key import NestedKey, key_to_path
+from tensordict._td import TensorDict
 from tensordict.memmap import _archive, _layout, _load, _save, _state
 from tensordict.memmap._tensor import MemoryMappedTensor
 
@@ -30,6 +31,7 @@ PathLike = str | os.PathLike[str]
 
 
 _target = _save.data_of
+_MARKED = _state.REGISTRY
 
 
 # -- writing --------------------------------------------------------------------------------
@@ -349,7 +351,10 @@ def is_memmap(self: Any) -> bool:
     >>> td.is_memmap(), td.unlock_().is_memmap()
     (True, False)
     """
-    return _state.is_memmap(_target(self))
+    # hot path: a plain TensorDict holds its own entries (no data_of), and one that was
+    # never memmapped is not in the registry
+    target = self if self.__class__ is TensorDict else _target(self)
+    return id(target) in _MARKED and _state.is_memmap(target)
 
 
 def _saved_path(self: Any) -> str | None:

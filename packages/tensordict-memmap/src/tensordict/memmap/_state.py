@@ -22,7 +22,8 @@ import torch
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict.utils import acts_as_tensordict
 
-_REGISTRY: dict[int, tuple[weakref.ref[Any], str | None]] = {}
+#: id -> (weak reference, saved path) of the collections ``memmap`` created
+REGISTRY: dict[int, tuple[weakref.ref[Any], str | None]] = {}
 _LOCK = threading.Lock()
 
 
@@ -48,27 +49,27 @@ def mark(collection: Any, path: str | None) -> None:
     """Record that ``collection`` was memmapped (at ``path``, None for shared memory)."""
     key = id(collection)
     try:
-        ref = weakref.ref(collection, lambda _, key=key: _REGISTRY.pop(key, None))
+        ref = weakref.ref(collection, lambda _, key=key: REGISTRY.pop(key, None))
     except TypeError:  # not weak-referenceable: cannot be tracked
         return
     with _LOCK:
-        _REGISTRY[key] = (ref, path)
+        REGISTRY[key] = (ref, path)
 
 
 def _entry(collection: Any) -> tuple[weakref.ref[Any], str | None] | None:
-    entry = _REGISTRY.get(id(collection))
+    entry = REGISTRY.get(id(collection))
     if entry is None or entry[0]() is not collection:
         return None
     if not collection.is_locked:  # unlocking ends the memmapped state for good
         with _LOCK:
-            _REGISTRY.pop(id(collection), None)
+            REGISTRY.pop(id(collection), None)
         return None
     return entry
 
 
 def is_memmap(collection: Any) -> bool:
     """Whether ``collection`` was created by ``memmap`` and is still locked."""
-    return _entry(collection) is not None
+    return id(collection) in REGISTRY and _entry(collection) is not None
 
 
 def saved_path(collection: Any) -> str | None:

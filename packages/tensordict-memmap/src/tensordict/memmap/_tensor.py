@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from tensordict._setitem import WRITABLE_AS_TENSOR
 from tensordict.memmap import _fake
 
 __all__ = ["MemoryMappedTensor"]
@@ -37,6 +38,7 @@ __all__ = ["MemoryMappedTensor"]
 _WRITE_CHUNK = 1 << 30  # os.write moves at most ~2 GiB per call
 _LONG = torch.int64
 _getitem = torch.Tensor.__getitem__
+_SIZE_CLASSES = (tuple, list, torch.Size)  # (checked before the slower Sequence ABC)
 _index_select = torch.Tensor.index_select
 
 
@@ -59,7 +61,7 @@ def _as_shape(args: tuple[Any, ...], shape: Any) -> torch.Size | torch.Tensor:
         raise TypeError("Could not find the shape argument in the arguments.")
     if len(args) == 1 and args[0].__class__ is torch.Tensor and args[0].ndim == 2:
         return args[0]
-    if len(args) == 1 and isinstance(args[0], (Sequence, torch.Size)):
+    if len(args) == 1 and (args[0].__class__ in _SIZE_CLASSES or isinstance(args[0], Sequence)):
         args = tuple(args[0])
     return torch.Size(args)
 
@@ -577,3 +579,7 @@ class MemoryMappedTensor(torch.Tensor):
     def __deepcopy__(self, memo: dict[int, Any]) -> torch.Tensor:
         """A deep copy is a plain tensor: it owns its data, no file."""
         return torch.Tensor.clone(self)
+
+
+# ``td[index] = value`` writes into memory-mapped leaves as into plain tensors (fast path)
+WRITABLE_AS_TENSOR.add(MemoryMappedTensor)

@@ -84,11 +84,12 @@ def unwrap(args: Any, originals: list[Any]) -> Any:
             originals.append(arg)
             out[i] = arg._tensordict
         elif type(arg) in (list, tuple) and arg:  # type(): dynamo lacks a function's __class__
-            first = next((item for item in arg if isinstance(item, base)), None)
-            if first is not None:
-                originals.append(first)
-                out[i] = type(arg)([item._tensordict if isinstance(item, base) else item
-                                    for item in arg])
+            for first in arg:
+                if isinstance(first, base):
+                    originals.append(first)
+                    out[i] = type(arg)([item._tensordict if isinstance(item, base) else item
+                                        for item in arg])
+                    break
     return tuple(out)
 
 
@@ -139,8 +140,10 @@ def restore_classes(result: Any, template: Any) -> None:
         return
     entries = template._tensordict
     for key, value in result._tensordict.items():
+        if value.__class__ is not TensorDict:  # (most entries: tensors)
+            continue
         reference = entries.get(key)
-        if reference is None or reference is value or value.__class__ is not TensorDict:
+        if reference is None or reference is value:
             continue
         if _is_tensorclass(reference) and fits(type(reference), value):
             restore_classes(value, reference._tensordict)
@@ -158,10 +161,12 @@ def deliver(cls: type, result: Any, originals: list[Any]) -> Any:
         if original._tensordict is result:
             original._resync()
             return original
-    if result.__class__ in (tuple, list):
-        return type(result)(deliver(cls, item, originals) for item in result)
-    if (isinstance(result, TensorDictBase)
-            and not getattr(result, "_is_non_tensor", False) and fits(cls, result)):
+    kind = result.__class__
+    if kind is tuple or kind is list:
+        return kind([deliver(cls, item, originals) for item in result])
+    if (kind is TensorDict  # the common case: no ABC check
+            or isinstance(result, TensorDictBase) and not getattr(result, "_is_non_tensor", False)
+            ) and fits(cls, result):
         if originals:
             restore_classes(result, originals[0]._tensordict)
         return cls._from_storage(result)

@@ -39,7 +39,7 @@ from tensordict.tensorclasses._forward import (
     install_plugin_methods,
     unwrap,
 )
-from tensordict.tensorclasses._repr import nested_compact_repr, tensorclass_repr
+from tensordict.tensorclasses._repr import nested_compact_block, tensorclass_repr
 from tensordict.utils import warn_deprecated
 
 T = TypeVar("T", bound="TensorClassBase")
@@ -257,7 +257,7 @@ class TensorClassBase(Wrapper):
     def __iter__(self: T) -> Iterator[T]:
         if not self.batch_size:
             raise TypeError(f"iteration over a 0-d {type(self).__name__}")
-        return (self[i] for i in range(self.batch_size[0]))
+        return iter(self.unbind(0))  # all elements at once, as upstream
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -458,8 +458,8 @@ class TensorClassBase(Wrapper):
     def __repr__(self) -> str:
         return tensorclass_repr(self)
 
-    def _compact_nested_repr(self, parent_ndim: int) -> str:
-        return nested_compact_repr(self, parent_ndim)
+    def _compact_nested_block(self, parent_ndim: int) -> Any:
+        return nested_compact_block(self, parent_ndim)
 
 
 def _plain(td: Any, retain_none: bool | None) -> None:
