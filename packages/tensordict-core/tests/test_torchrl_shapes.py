@@ -163,3 +163,24 @@ def test_maybe_dense_stack_of_lazy_steps_whose_entries_change_shape():
     assert out.stack_dim == 0 and out.tensordicts[0].batch_size == torch.Size([2])
     assert out["r"].shape == torch.Size([3, 2, 1])
     assert out[2, 1]["obs"].tolist() == [[1.0, 1.0]] * 4
+
+
+def test_where_swaps_whole_elements_of_a_lazy_stack():
+    """A batched env's partial reset where observation shapes differ per env: the reset
+    element replaces the old one whole (its shape too); keys one side lacks get ``pad``."""
+    node = LazyStackedTensorDict.lazy_stack(
+        [TensorDict(obs=torch.ones(5, 2), x=torch.ones(1)) for _ in range(2)])
+    reset = LazyStackedTensorDict.lazy_stack(
+        [TensorDict(obs=torch.zeros(n, 2), y=torch.full((1,), 3.0)) for n in (1, 5)])
+    out = node.where(torch.tensor([False, True]), other=reset, out=node, pad=0)
+    assert out is node
+    assert [tuple(t.shape) for t in node.get("obs", as_list=True)] == [(1, 2), (5, 2)]
+    assert node.tensordicts[0]["x"].tolist() == [0.0]
+    assert node.tensordicts[0]["y"].tolist() == [3.0]
+    assert node.tensordicts[1]["y"].tolist() == [0.0] and node.tensordicts[1]["obs"].sum() == 10
+    assert node.tensordicts[0]["obs"].data_ptr() != reset.tensordicts[0]["obs"].data_ptr()
+    fresh = LazyStackedTensorDict.lazy_stack(
+        [TensorDict(obs=torch.ones(5, 2), x=torch.ones(1)) for _ in range(2)])
+    plain = fresh.where(torch.tensor([False, True]), other=reset)  # no pad: elements as is
+    assert set(plain.tensordicts[0].keys()) == {"obs", "y"}
+    assert set(plain.tensordicts[1].keys()) == {"obs", "x"}

@@ -309,9 +309,10 @@ class LazyDictMixin:
         """``torch.where(condition, leaf, other_leaf)``, part by part (``out`` is updated
         with the result, ``update_batch_size`` as in :meth:`update`)."""
         check_mask(self, condition, "where")
-        others = self._split_other(other) if is_tensor_collection(other) else \
-            [other] * len(self.tensordicts)
-        pieces = [td.where(c, o, pad=pad) for td, c, o in
+        collection = is_tensor_collection(other)
+        others = self._split_other(other) if collection else [other] * len(self.tensordicts)
+        pieces = [_pick(c, td, o, pad) if collection and c.ndim == 0 else
+                  td.where(c, o, pad=pad) for td, c, o in
                   zip(self.tensordicts, self._split_mask(condition), others)]
         result = type(self)._from_entries(pieces, self._stack_dim, self._stack_dim_name)
         if out is None:
@@ -322,6 +323,21 @@ class LazyDictMixin:
         """How the stack shows as an entry of a TensorDict's compact repr."""
         extra = self.batch_size[batch_ndim:]
         return f"{type(self).__name__}{_sizes(extra) if extra else ''}", _entries(self)
+
+
+def _pick(condition: torch.Tensor, mine: Any, theirs: Any, pad: Any) -> Any:
+    """``where`` of one element of a lazy stack (a 0-dim part): every entry of ``mine``
+    (``condition`` True) or of ``theirs``, copied as it is, so that an element of another
+    shape replaces it whole (as upstream); with ``pad``, the entries only the other side
+    holds are added, filled with it."""
+    chosen, dropped = (mine, theirs) if bool(condition) else (theirs, mine)
+    out = chosen.clone()
+    if pad is not None:
+        held = set(out.keys(True, True))
+        for key, leaf in dropped.items(True, True):
+            if key not in held:
+                out.set(key, torch.full_like(leaf, pad))
+    return out
 
 
 def _given(batch_size: Any) -> torch.Size:
