@@ -1,9 +1,11 @@
 """Time ``workloads.py`` under our packages and under upstream tensordict 0.15.3, in two
 interpreters of two environments, alternating runs, and print ours / upstream per workload
-(the median of the rounds) and their geometric mean.
+(the median of the rounds) and their geometric mean; ``--script sweep`` times the broad
+sweep of ``sweep.py`` instead.
 
     python benchmarks/upstream/compare.py --ours .tox/bench-upstream/bin/python \\
-        --upstream .tox/bench-upstream/upstream/bin/python [--rounds 3] [--only KEY]
+        --upstream .tox/bench-upstream/upstream/bin/python [--rounds 3] [--only KEY] \\
+        [--script sweep]
 
 A ratio below 1.0 means ours is faster. ``tox -e bench-upstream`` builds both
 environments and runs this.
@@ -19,15 +21,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-WORKLOADS = Path(__file__).with_name("workloads.py")
+HERE = Path(__file__).parent
 
 
-def run_once(python: str, only: str, budget: float) -> dict[str, float]:
-    """The seconds per call of every workload, from one run under ``python``; the script
-    runs from its own folder's parent so that nothing of the repository shadows the
-    installed packages."""
-    out = subprocess.run([python, str(WORKLOADS), "--only", only, "--budget", str(budget)],
-                         check=True, capture_output=True, text=True, cwd=WORKLOADS.parent)
+def run_once(python: str, script: str, only: str, budget: float) -> dict[str, float]:
+    """The seconds per call of every workload of ``script`` (``workloads`` or ``sweep``),
+    from one run under ``python``; the script runs from its own folder so that nothing of
+    the repository shadows the installed packages."""
+    out = subprocess.run([python, str(HERE / f"{script}.py"), "--only", only, "--budget",
+                          str(budget)], check=True, capture_output=True, text=True, cwd=HERE)
     return json.loads(out.stdout)
 
 
@@ -61,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--budget", type=float, default=0.2, help="seconds per repeat")
     parser.add_argument("--only", default="", help="the workloads whose name holds this")
+    parser.add_argument("--script", choices=("workloads", "sweep"), default="workloads",
+                        help="the hot paths (workloads.py) or the broad sweep (sweep.py)")
     parser.add_argument("--json", help="also write the raw timings here")
     args = parser.parse_args(argv)
     for label, python in (("ours", args.ours), ("upstream", args.upstream)):
@@ -69,8 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     for round_ in range(args.rounds):
         order = [("ours", args.ours), ("upstream", args.upstream)]
         for label, python in order if round_ % 2 == 0 else order[::-1]:
-            for name, seconds in run_once(python, args.only, args.budget).items():
-                times[label].setdefault(name, []).append(seconds)
+            for name, seconds in run_once(python, args.script, args.only, args.budget).items():
+                if isinstance(seconds, float):  # not an "ERROR: ..." of the sweep
+                    times[label].setdefault(name, []).append(seconds)
         print(f"round {round_ + 1}/{args.rounds} done", flush=True)
     text, geomean = table(times["ours"], times["upstream"])
     print(text)

@@ -206,7 +206,7 @@ def _module_tensordict(module: nn.Module) -> Any:
                 entries[name] = sub
     out = classes.TensorDict._from_entries(entries, _SIZE0)
     # a module that is a TensorDict too (TensorDictParams) names its tensors by dotted path
-    return out.unflatten_keys(".") if acts_as_tensordict(module) else out
+    return out.unflatten_keys(".") if isinstance(module, classes.TensorDictBase) else out
 
 
 def _finish(td: Any, as_module: bool, lock: bool) -> Any:
@@ -268,7 +268,7 @@ class _Swap:
         params, buffers = module._parameters, module._buffers
         td_cls = self.td_cls
         as_attributes = self.as_attributes
-        if acts_as_tensordict(module):  # TensorDictParams: dotted paths
+        if isinstance(module, classes.TensorDictBase):  # TensorDictParams: dotted paths
             td = td.flatten_keys(".")
             as_attributes = False  # its leaves are its data: the values go in there
         entries = (td._tensordict if type(td) is td_cls

@@ -26,6 +26,7 @@ import torch
 from tensordict import errors
 from tensordict._collection import classes
 from tensordict._plan import WritePlan, broadcasts_to, check_write
+from tensordict._pointwise import dense_leaf_pairs
 from tensordict._shapes import expand_size
 from tensordict._unbatched import UnbatchedTensor
 
@@ -652,7 +653,12 @@ class ShapeOpsMixin:
             return torch.where(cond, x, theirs)
 
         others = (other,) if hasattr(other, "_apply_nest") else ()
-        if others:  # the entries only ``other`` has need ``pad`` (checked before any work)
+        if others and self.__class__ is other.__class__ is classes.TensorDict and \
+                dense_leaf_pairs(self._tensordict, other._tensordict, [], []):
+            others_only = False  # the same keys, tensors only: nothing to add
+        else:
+            others_only = bool(others)
+        if others_only:  # the entries only ``other`` has need ``pad`` (checked before any work)
             own = set(self.keys(True, True))
             own_objects = dict(self.non_tensor_items(True))
             theirs_only = [(key, value) for key, value in other.items(True, True)
@@ -664,7 +670,7 @@ class ShapeOpsMixin:
                 raise KeyError(f"Key {key} not found and no pad value provided.")
         kwargs = {} if pad is None else {"default": pad}
         result = self._apply_nest(fn, *others, filter_empty=False, **kwargs)
-        if others:
+        if others_only:
             for key, value in theirs_only:  # ``pad`` where condition
                 cond = condition.reshape((*condition.shape, *(1,) * (value.ndim - ndim)))
                 mine = torch.as_tensor(pad, dtype=value.dtype, device=value.device)
