@@ -150,8 +150,28 @@ def acts_as_tensordict(value: Any) -> bool:
     >>> acts_as_tensordict(TensorDict()), acts_as_tensordict(torch.zeros(1))
     (True, False)
     """
+    cls = value.__class__
+    try:
+        return _TENSORDICT_LIKE[cls]
+    except KeyError:
+        pass
+    answer = _uncached_acts_as_tensordict(value)
+    if len(_TENSORDICT_LIKE) > 4096:
+        _TENSORDICT_LIKE.clear()
+    _TENSORDICT_LIKE[cls] = answer
+    return answer
+
+
+def _uncached_acts_as_tensordict(value: Any) -> bool:
     return isinstance(value, classes.TensorDictBase) or \
         bool(getattr(value.__class__, "_is_tensorclass", False))
+
+
+# traced uncached, as is_tensor_collection (see there)
+acts_as_tensordict._torchdynamo_inline = _uncached_acts_as_tensordict  # type: ignore[attr-defined]
+
+#: type -> whether its instances act as TensorDicts (types never change their answer)
+_TENSORDICT_LIKE: dict[type, bool] = {}
 
 
 #: type -> whether its instances are sub-TensorDicts
