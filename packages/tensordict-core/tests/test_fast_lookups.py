@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tensordict import LazyStackedTensorDict, TensorDict, tensorclass
+from tensordict import LazyStackedTensorDict, TensorDict
 from tensordict._keys import TensorDictKeysView, TopKeysView
 from tensordict._nested_key import InvalidKeyError, is_flat_path
 from tensordict.errors import (
@@ -18,15 +18,9 @@ from tensordict.errors import (
 from tensordict.utils import unravel_key, unravel_key_list
 
 
-@tensorclass
-class Pair:
-    x: torch.Tensor
-
-
 def make() -> TensorDict:
     return TensorDict(
         {"a": torch.zeros(2), "n": {"b": torch.ones(2), "s": "txt", "e": {}},
-         "tc": Pair(x=torch.full((2,), 3.0), batch_size=[2]),
          "l": LazyStackedTensorDict.lazy_stack([TensorDict(q=torch.zeros(())),
                                                 TensorDict(q=torch.ones(()))])},
         batch_size=[2],
@@ -71,9 +65,6 @@ def test_get_through_a_leaf_or_another_collection_takes_the_general_path():
     assert td.get(("a", "x"), None) is None
     with pytest.raises(KeyThroughLeafError):
         td.get(("a", "x"))
-    assert torch.equal(td.get(("tc", "x"), None), torch.full((2,), 3.0))
-    assert td.get(("tc", "y"), None) is None
-    assert td.get(("tc", "_tensordict"), None) is None  # not a field
     assert torch.equal(td.get(("l", "q")), torch.tensor([0.0, 1.0]))
     assert td.get(("l", "z"), None) is None
 
@@ -99,7 +90,6 @@ def test_contains_nested_keys():
     assert ("n", "b") in td and ("n",) in td and ("n", "e") in td
     assert ("n", "zz") not in td and ("zz", "b") not in td and ("n", "e", "q") not in td
     assert ("a", "x") not in td  # through a leaf
-    assert ("tc", "x") in td and ("tc", "y") not in td and ("tc", "_tensordict") not in td
     assert ("l", "q") in td and ("l", "z") not in td
     assert ("n", ("b",)) in td
 
@@ -148,10 +138,8 @@ def test_set_nested_errors_leave_the_tensordict_unchanged():
     assert torch.equal(td["n", "b"], torch.full((2,), 4.0))
 
 
-def test_set_into_a_tensorclass_or_a_lazy_stack_takes_the_general_path():
+def test_set_into_a_lazy_stack_takes_the_general_path():
     td = make()
-    td.set(("tc", "x"), torch.full((2,), 5.0))
-    assert isinstance(td["tc"], Pair) and torch.equal(td["tc"].x, torch.full((2,), 5.0))
     td.set(("l", "q"), torch.tensor([7.0, 8.0]))
     assert td["l"].tensordicts[1]["q"] == 8.0
 
@@ -219,7 +207,6 @@ def test_inplace_mismatch_names_the_key_and_both_kinds():
     (TensorDict(a={}, b={"c": {"d": torch.zeros(())}}), False),
     (TensorDict(s="text"), False),  # non-tensor data is a leaf, as upstream
     (TensorDict(n={"s": "text"}), False),
-    (TensorDict(t=Pair(x=torch.zeros(()), batch_size=[])), False),
     (TensorDict(l=LazyStackedTensorDict.lazy_stack([TensorDict(), TensorDict()])), True),
     (TensorDict(l=LazyStackedTensorDict.lazy_stack([TensorDict(a=1), TensorDict(a=2)])),
      False),
@@ -235,13 +222,13 @@ def test_keys_without_flags_is_a_live_view_of_the_top_level():
     td = make()
     keys = td.keys()
     assert type(keys) is TopKeysView and isinstance(keys, TensorDictKeysView)
-    assert list(keys) == ["a", "n", "tc", "l"] and len(keys) == 4
+    assert list(keys) == ["a", "n", "l"] and len(keys) == 3
     assert "n" in keys and ("n", "b") not in keys and "zz" not in keys
     assert not keys.include_nested and not keys.leaves_only and not keys.sort
     td["z"] = torch.zeros(2)
-    assert list(keys)[-1] == "z" and len(keys) == 5
+    assert list(keys)[-1] == "z" and len(keys) == 4
     assert [k for k, _ in td.items()] == list(td.keys())
-    assert len(td.values()) == 5
+    assert len(td.values()) == 4
     assert repr(TensorDict(a=torch.zeros(())).keys()) == "TopKeysView(['a'])"
 
 
@@ -249,7 +236,7 @@ def test_keys_with_flags_or_a_predicate_keep_the_full_view():
     td = make()
     assert type(td.keys(True)) is TensorDictKeysView
     assert type(td.keys(is_leaf=lambda cls: True)) is TensorDictKeysView
-    assert td.keys(sort=True).sort and list(td.keys(sort=True)) == ["a", "l", "n", "tc"]
+    assert td.keys(sort=True).sort and list(td.keys(sort=True)) == ["a", "l", "n"]
     lazy = LazyStackedTensorDict.lazy_stack([TensorDict(q=torch.zeros(()))] * 2)
     assert list(lazy.keys()) == ["q"] and len(lazy.keys()) == 1
 
