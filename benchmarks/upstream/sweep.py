@@ -12,6 +12,7 @@ string "ERROR: ..." when a workload fails under this implementation. ``compare.p
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import shutil
@@ -43,6 +44,7 @@ from tensordict.nn import (
 Workload = Callable[[], Callable[[], object]]
 SWEEP: dict[str, Workload] = {}
 SCRATCH = tempfile.mkdtemp(prefix="td-sweep-")
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)  # a failed run leaves nothing
 
 
 def workload(name: str) -> Callable[[Workload], Workload]:
@@ -1471,7 +1473,6 @@ def main(argv: list[str] | None = None) -> None:
             times[name] = time_one(build, args.budget)
         except Exception as err:  # noqa: BLE001 - report, keep sweeping
             times[name] = f"ERROR: {type(err).__name__}: {str(err)[:300]}"
-    shutil.rmtree(SCRATCH, ignore_errors=True)
     json.dump(times, sys.stdout, indent=1)
 
 
