@@ -3,21 +3,16 @@ are rebuilt as the class, nested tensorclasses included, by the forwarding fast 
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
-from tensordict import TensorClass, TensorDict
+from tensordict import TensorDict
 
-
-class Inner(TensorClass):
-    x: torch.Tensor
-    label: str = "inner"
-
-
-class Outer(TensorClass):
-    inner: Inner
-    y: torch.Tensor
-    td: TensorDict = None
+sys.path.insert(0, str(Path(__file__).parent))
+from tensorclass_test_classes import Inner, Outer  # noqa: E402
 
 
 def _outer(n: int = 4) -> Outer:

@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from functools import lru_cache
 from numbers import Number
 from typing import Any
@@ -99,9 +99,10 @@ def dense_leaves(entries: dict[str, Any], leaves: list[_Tensor]) -> bool:
 
 
 def dense_leaf_pairs(mine: dict[str, Any], theirs: dict[str, Any], xs: list[_Tensor],
-                     ys: list[_Tensor]) -> bool:
+                     ys: list[_Tensor], targets_also: Collection[type] = ()) -> bool:
     """Like :func:`dense_leaves` for two dense TensorDicts at once, leaves paired by key;
-    False also if their keys differ at some level.
+    False also if their keys differ at some level. A leaf of ``mine`` may also be of a
+    class in ``targets_also`` (tensor subclasses written as tensors).
 
     >>> xs, ys = [], []
     >>> td = TensorDict(a=torch.ones(1))
@@ -113,11 +114,11 @@ def dense_leaf_pairs(mine: dict[str, Any], theirs: dict[str, Any], xs: list[_Ten
     dense = classes.TensorDict
     for key, x in mine.items():
         y = theirs.get(key)  # None if missing: then the keys differ
-        if x.__class__ is _Tensor and y.__class__ is _Tensor:
+        if y.__class__ is _Tensor and (x.__class__ is _Tensor or x.__class__ in targets_also):
             xs.append(x)
             ys.append(y)
         elif not (x.__class__ is dense and y.__class__ is dense
-                  and dense_leaf_pairs(x._tensordict, y._tensordict, xs, ys)):
+                  and dense_leaf_pairs(x._tensordict, y._tensordict, xs, ys, targets_also)):
             return False
     return True
 

@@ -34,6 +34,7 @@ from tensordict import errors
 from tensordict._collection import classes, is_tensor_collection
 from tensordict._nontensor import NonTensorData, same_value
 from tensordict._plan import WritePlan, broadcasts_to, same_shapes, writable_in_place
+from tensordict._pointwise import dense_leaf_pairs
 from tensordict._shapes import check_bounds, indexed_size, masks_to_indices, normalize_index
 from tensordict._stack import entries_of, flatten_nested, map_nested
 from tensordict._unbatched import UnbatchedTensor
@@ -83,8 +84,8 @@ def _copy_matching(td: Any, index: Any, value: Any) -> bool:
         return False
     targets: list[_Tensor] = []
     sources: list[_Tensor] = []
-    if len(value._batch_size) != ndim or not _leaf_pairs(
-            td._tensordict, value._tensordict, targets, sources):
+    if len(value._batch_size) != ndim or not dense_leaf_pairs(
+            td._tensordict, value._tensordict, targets, sources, WRITABLE_AS_TENSOR):
         return False
     if not writable_in_place(targets, sources):
         return False
@@ -132,7 +133,8 @@ def _copy_rows(td: Any, index: _Tensor, value: Any) -> bool:
         return False
     targets: list[_Tensor] = []
     sources: list[_Tensor] = []
-    if not _leaf_pairs(td._tensordict, value._tensordict, targets, sources) or \
+    if not dense_leaf_pairs(td._tensordict, value._tensordict, targets, sources,
+                            WRITABLE_AS_TENSOR) or \
             not writable_in_place(targets):
         return False
     tail = itemgetter(slice(ndim, None))  # the dims after the batch
@@ -142,31 +144,6 @@ def _copy_rows(td: Any, index: _Tensor, value: Any) -> bool:
     parts = (index,)
     for target, source in zip(targets, sources):
         torch.index_put_(target, parts, source)
-    return True
-
-
-def _leaf_pairs(mine: dict[str, Any], theirs: dict[str, Any], targets: list[_Tensor],
-                sources: list[_Tensor]) -> bool:
-    """Pair the leaves of two dense TensorDicts by key (``mine`` of a class of
-    :data:`WRITABLE_AS_TENSOR`, ``theirs`` plain tensors) into ``targets`` and
-    ``sources``; False if their keys or kinds of entries differ at some level.
-
-    >>> targets, sources = [], []
-    >>> td = TensorDict(a=torch.ones(1), n=TensorDict(b=torch.ones(1)))
-    >>> _leaf_pairs(td._tensordict, td.clone()._tensordict, targets, sources), len(targets)
-    (True, 2)
-    """
-    if len(mine) != len(theirs):
-        return False
-    dense = classes.TensorDict
-    for key, x in mine.items():
-        y = theirs.get(key)  # None if missing: then the keys differ
-        if y.__class__ is _Tensor and (x.__class__ is _Tensor or x.__class__ in WRITABLE_AS_TENSOR):
-            targets.append(x)
-            sources.append(y)
-        elif not (x.__class__ is dense and y.__class__ is dense
-                  and _leaf_pairs(x._tensordict, y._tensordict, targets, sources)):
-            return False
     return True
 
 
