@@ -112,3 +112,25 @@ def test_unregister_removes_method_and_backend():
     assert after["load"].startswith(("ValueError", "MissingPluginError"))
     assert "x.npz" in after["load"]
     assert after["save"].startswith("ValueError: unknown storage backend 'npz'")
+
+
+FIRST_LOOKUP = """
+import json, torch
+from tensordict import TensorCollection, TensorDict
+waiting = ["__getattr__" in vars(TensorCollection), "__getattr__" in vars(type(TensorCollection))]
+norm = TensorDict(a=torch.ones(2)).l2_norm().item()  # the plugin's name, not loaded yet
+loaded = ["__getattr__" in vars(TensorCollection), "__getattr__" in vars(type(TensorCollection)),
+          "l2_norm" in vars(TensorCollection)]
+print(json.dumps([waiting, norm, loaded]))
+"""
+
+
+def test_third_party_method_found_on_first_lookup():
+    # its name is unknown until the plugin loads: TensorCollection keeps a __getattr__
+    # (on the class and on its metaclass) that loads it, then drops it
+    result = subprocess.run([sys.executable, "-c", FIRST_LOOKUP], capture_output=True,
+                            text=True, timeout=120, check=True)
+    waiting, norm, loaded = json.loads(result.stdout.splitlines()[-1])
+    assert waiting == [True, True]
+    assert norm == pytest.approx(2**0.5)
+    assert loaded == [False, False, True]

@@ -3,11 +3,13 @@ methods resolved as class attributes."""
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import pytest
 import torch
 
 import tensordict
-from tensordict import TensorCollection, TensorDict, _serialization
+from tensordict import TensorCollection, TensorDict, _serialization, plugins
 from tensordict.plugins import MissingMethodError, hookimpl, register, unregister
 
 
@@ -150,11 +152,13 @@ def test_a_class_with_its_own_getattr_keeps_deciding(plugin) -> None:
         def __getattr__(self, name):
             if name == "double_len":
                 return lambda: "forwarded"
-            return super().__getattr__(name)
+            raise AttributeError(name)
 
     td = Forwarding(a=torch.zeros(1))
     assert td.double_len() == "forwarded"
-    assert td.nkeys == 1  # falls back to TensorCollection's lookup
+    assert td.nkeys == 1  # its __getattr__ raised: the plugin's property
+    with pytest.raises(AttributeError):
+        td.not_a_method_of_any_plugin
 
 
 def test_missing_plugin_method_error_unchanged() -> None:
@@ -175,3 +179,24 @@ def test_pad_sequence_masks_only_when_asked(return_mask) -> None:
     if return_mask:
         assert out["masks", "a"].tolist() == [[True, False, False], [True, True, True]]
         assert out["masks", "n", "b"].dtype is torch.bool
+
+
+def test_no_getattr_hook_without_third_party_plugins() -> None:
+    # first-party method names are known: nothing costs CPython's attribute fast path
+    third_party = [ep for ep in importlib.metadata.entry_points(group="tensordict")
+                   if not ep.value.startswith("tensordict.")]
+    if third_party:
+        pytest.skip(f"third-party plugins installed: {third_party}")
+    assert "__getattr__" not in vars(TensorCollection)
+    assert "__getattr__" not in vars(type(TensorCollection))
+    for name in plugins.PLUGIN_METHODS:
+        assert name in vars(TensorCollection)
+
+
+def test_forwarding_class_gets_every_plugin_name(plugin) -> None:
+    class Forwarding(TensorDict):
+        def __getattr__(self, name):
+            raise AttributeError(name)
+
+    assert {"double_len", "memmap"} <= set(vars(Forwarding))
+    assert Forwarding(a=torch.zeros(1)).double_len() == 2

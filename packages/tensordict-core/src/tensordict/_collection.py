@@ -51,34 +51,24 @@ NO_DEFAULT: Any = _NoDefault.NO_DEFAULT
 
 
 class _CollectionMeta(abc.ABCMeta):
-    """Finds class-level plugin methods (``TensorDict.load_memmap``) on lookup."""
-
-    def __getattr__(cls, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        function = plugins.method(name)
-        if isinstance(function, classmethod):
-            return function.__get__(None, cls)
-        if function is not None:
-            return function
-        raise plugins.missing_method_error(cls.__name__, name)
+    """The metaclass of tensor collections: where :mod:`tensordict.plugins` sets the
+    class-level fallback (``TensorDict.from_h5`` of a plugin not loaded yet), while one
+    is needed."""
 
 
 class TensorCollection(metaclass=_CollectionMeta):
-    """Common ancestor of TensorDicts, lazy stacks, non-tensor data and tensorclasses."""
+    """Common ancestor of TensorDicts, lazy stacks, non-tensor data and tensorclasses.
+
+    Plugin methods are set on it as its own attributes (see
+    :func:`tensordict.plugins.host_methods`).
+    """
 
     __slots__ = ()
 
-    def __getattr__(self, name: str) -> Any:
-        # only called when regular lookup fails: plugin-provided methods live here
-        if name.startswith("_"):
-            raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
-        function = plugins.method(name)
-        if function is None:
-            raise plugins.missing_method_error(type(self).__name__, name)
-        if isinstance(function, classmethod):
-            return function.__get__(None, type(self))
-        return function.__get__(self, type(self))
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__getattr__" in vars(cls):  # its __getattr__ decides about plugin methods too
+            plugins.add_forwarding_class(cls)
 
 
 def is_tensor_collection(obj: Any) -> bool:

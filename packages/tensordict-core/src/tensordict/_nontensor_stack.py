@@ -185,11 +185,6 @@ class NonTensorStack(LazyStackedTensorDict):
             return flat[0]
         raise AttributeError(_NON_UNIQUE)
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "data":  # the property failed: say why, not that it does not exist
-            raise AttributeError(_NON_UNIQUE)
-        return super().__getattr__(name)
-
     def _restructure(self, fn: Callable[[torch.Tensor], torch.Tensor],
                      batch_size: torch.Size, names: Any = None) -> Any:
         """The stack moved by a shape op or index ``fn`` (parts kept where possible)."""

@@ -229,7 +229,7 @@ class TypedTensorDict(MapMixin, TensorDictBase):
         if name in type(self).__expected_keys__:  # an optional field without entry or default
             raise AttributeError(f"{type(self).__name__!r} has field {name!r} declared but not "
                                  "set")
-        return super().__getattr__(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __getstate__(self) -> dict[str, Any]:
         return {"_source": self._source, **self.__dict__}

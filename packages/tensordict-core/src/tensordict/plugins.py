@@ -39,28 +39,24 @@ DISABLED_ENV_VAR = "TENSORDICT_DISABLED_PLUGINS"
 
 hookimpl = pluggy.HookimplMarker("tensordict")
 
-#: Which distribution provides a feature that core knows about but does not ship.
-#: Used to turn a missing attribute into an actionable error.
-PROVIDED_BY: dict[str, str] = {
+#: The methods the first-party plugins add to tensor collections, and the package of each.
+#: They are set on :class:`~tensordict.TensorCollection` at import (resolved on first use),
+#: so ``td.memmap`` is an ordinary attribute and a missing package gives the install hint.
+PLUGIN_METHODS: dict[str, str] = {
     **dict.fromkeys(
         (
             "memmap", "memmap_", "memmap_like", "memmap_refresh_", "load_memmap",
-            "load_memmap_", "dumps", "load_", "is_memmap", "saved_path",
-            "make_memmap", "make_memmap_from_tensor", "make_memmap_from_storage",
-            "MemoryMappedTensor",
+            "load_memmap_", "dumps", "load_", "is_memmap", "saved_path", "make_memmap",
+            "make_memmap_from_tensor", "make_memmap_from_storage", "pack",
         ),
         "memmap",
     ),
-    **dict.fromkeys(
-        ("tensorclass", "TensorClass", "TensorAttrs", "from_dataclass"),
-        "tensorclass",
-    ),
-    **dict.fromkeys(("TensorDictParams",), "nn"),
+    "attrs": "tensorclass",
     **dict.fromkeys(
         (
-            "send", "recv", "isend", "irecv", "init_remote", "from_remote_init",
-            "broadcast", "all_reduce", "reduce", "all_gather", "gather_and_stack",
-            "scatter",
+            "send", "recv", "isend", "irecv", "asend", "arecv", "init_remote",
+            "from_remote_init", "broadcast", "all_reduce", "reduce", "all_gather",
+            "gather_and_stack", "scatter",
         ),
         "distributed",
     ),
@@ -70,11 +66,23 @@ PROVIDED_BY: dict[str, str] = {
     **dict.fromkeys(("from_safetensors", "to_safetensors"), "safetensors"),
     **dict.fromkeys(
         (
-            "from_parquet", "from_csv", "from_json", "from_pandas", "from_arrow",
-            "to_parquet", "to_csv", "to_json", "to_pandas", "to_arrow", "to_mds",
+            "from_parquet", "from_csv", "from_json", "from_pandas", "to_parquet", "to_csv",
+            "to_json", "to_pandas", "to_arrow", "to_mds",
         ),
         "tabular",
     ),
+}
+
+#: Which distribution provides a feature that core knows about but does not ship.
+#: Used to turn a missing attribute into an actionable error.
+PROVIDED_BY: dict[str, str] = {
+    **PLUGIN_METHODS,
+    "MemoryMappedTensor": "memmap",
+    **dict.fromkeys(
+        ("tensorclass", "TensorClass", "TensorAttrs", "from_dataclass"), "tensorclass"
+    ),
+    "TensorDictParams": "nn",
+    "from_arrow": "tabular",
 }
 
 
@@ -151,10 +159,11 @@ class _Manager(pluggy.PluginManager):
         super().__init__(ENTRY_POINT_GROUP)
         self.add_hookspecs(hookspecs)
         self._cache: dict[str, dict[Any, Any]] = {}
-        #: the class the plugin methods are set on (see :func:`host_methods`), and the
-        #: names set there
+        #: the class the plugin methods are set on (see :func:`host_methods`), the
+        #: classes below it with their own ``__getattr__``, and the names set on each
         self._host: type | None = None
-        self._installed: list[str] = []
+        self._forwarding: list[type] = []
+        self._installed: list[tuple[type, str]] = []
         self._distributions: dict[str, str] = {}
         self._entry_points_loaded = False
         self._lock = threading.RLock()
@@ -162,8 +171,8 @@ class _Manager(pluggy.PluginManager):
     def register(self, plugin: object, name: str | None = None) -> str | None:
         with self._lock:
             result = super().register(plugin, name)
-            self._invalidate()
             try:
+                self._invalidate()
                 for hook_name in HOOK_NAMES:
                     self.merged(hook_name)
             except Exception:
@@ -200,6 +209,7 @@ class _Manager(pluggy.PluginManager):
                     self._load_entry_point(entry_point, dist)
             self.check_pending()
             self._invalidate()
+            _set_fallbacks(self._host, None)
 
     def _load_entry_point(
         self, entry_point: importlib.metadata.EntryPoint, dist: importlib.metadata.Distribution
@@ -221,25 +231,43 @@ class _Manager(pluggy.PluginManager):
         self._distributions[name] = label
 
     def _invalidate(self) -> None:
-        """Forget the merged registries, and take the plugin methods off the host class."""
+        """Forget the merged registries; once the entry points are loaded, set the
+        plugin methods on the classes again at once (else they wait as placeholders)."""
         self._cache.clear()
-        for name in self._installed:
-            delattr(self._host, name)
-        self._installed.clear()
+        self._set_methods({})
+        if self._entry_points_loaded:
+            self.merged("tensordict_methods")
 
-    def _install_methods(self, methods: dict[str, Any]) -> None:
-        """Set each plugin method on the host class as a :class:`_PluginAttribute`, so
-        that ``td.name`` is found by the class lookup instead of by ``__getattr__`` after
-        that lookup failed (the slow part). Names starting with ``_`` and names the host
-        defines are left to ``__getattr__``, which refuses the former.
-        """
+    def _set_methods(self, methods: dict[str, Any]) -> None:
+        """Make the host class offer ``methods`` as its own functions (found by the
+        ordinary attribute lookup, with no ``__getattr__``), and every other first-party
+        method name as a placeholder :class:`_PluginAttribute`. Classes below the host
+        with their own ``__getattr__`` get a forwarding :class:`_PluginAttribute` for
+        each name, so that their ``__getattr__`` decides."""
         host = self._host
         if host is None:
             return
-        for name, function in methods.items():
-            if not name.startswith("_") and name not in vars(host):
-                setattr(host, name, _PluginAttribute(name, function, host.__getattr__))
-                self._installed.append(name)
+        for cls, name in self._installed:
+            delattr(cls, name)
+        self._installed.clear()
+        for name in methods.keys() | PLUGIN_METHODS.keys():
+            if name.startswith("_") or name in vars(host):
+                continue
+            function = methods.get(name)
+            self._install(host, name, _PluginAttribute(name) if function is None else function)
+            for cls in self._forwarding:
+                if name not in vars(cls):
+                    self._install(cls, name, _PluginAttribute(name, forward=True))
+
+    def _install(self, cls: type, name: str, attribute: Any) -> None:
+        setattr(cls, name, attribute)
+        self._installed.append((cls, name))
+
+    def add_forwarding_class(self, cls: type) -> None:
+        """Register a class below the host that has its own ``__getattr__``."""
+        with self._lock:
+            self._forwarding.append(cls)
+            self._invalidate()
 
     def merged(self, hook_name: str) -> dict[Any, Any]:
         """The union of the mappings every plugin returns for ``hook_name``."""
@@ -262,18 +290,18 @@ class _Manager(pluggy.PluginManager):
                 owners[key] = impl.plugin_name
         self._cache[hook_name] = merged
         if hook_name == "tensordict_methods":
-            self._install_methods(merged)
+            self._set_methods(merged)
         return merged
 
 
 class _PluginAttribute:
-    """A plugin method set on the host class (TensorCollection, see
-    :func:`host_methods`): resolves exactly as its ``__getattr__`` would, without a
-    failed lookup first.
+    """A plugin method name where it cannot be the plain function (see
+    :meth:`_Manager._set_methods`): a first-party method not resolved yet, or whose
+    package is missing (the install hint), or, with ``forward``, any plugin method on a
+    class with its own ``__getattr__``, asked first (it may forward the name elsewhere).
 
-    A class that has its own ``__getattr__`` (which may forward the name elsewhere)
-    gets the name from it, as before. Not callable, so that code copying the callable
-    attributes of TensorDict (tensorclass forwarding) leaves plugin methods alone.
+    Not callable, so that code copying the callable attributes of TensorDict (tensorclass
+    forwarding) leaves plugin methods alone.
 
     >>> import tensordict
     >>> from tensordict.plugins import hookimpl, register, unregister
@@ -282,28 +310,60 @@ class _PluginAttribute:
     ...     def tensordict_methods(self):
     ...         return {"shout": lambda td: sorted(td.keys())}
     >>> plugin = register(Shout())
-    >>> type(vars(tensordict.TensorCollection)["shout"]).__name__
-    '_PluginAttribute'
+    >>> vars(tensordict.TensorCollection)["shout"].__name__
+    '<lambda>'
     >>> unregister(plugin)
     >>> "shout" in vars(tensordict.TensorCollection)
     False
     """
 
-    __slots__ = ("name", "function", "fallback", "bind")
+    __slots__ = ("name", "forward")
 
-    def __init__(self, name: str, function: Any, fallback: Callable[[Any, str], Any]) -> None:
-        self.name, self.function, self.fallback = name, function, fallback
-        self.bind = function.__get__
+    def __init__(self, name: str, forward: bool = False) -> None:
+        self.name, self.forward = name, forward
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
-        if obj is None:  # on the class: as the metaclass's __getattr__ gives it
-            function = self.function
-            return function.__get__(None, owner) if isinstance(function, classmethod) \
-                else function
-        cls = obj.__class__
-        if cls.__getattr__ is self.fallback:
-            return self.bind(obj, cls)
-        return cls.__getattr__(obj, self.name)  # the class's own fallback decides
+        cls = owner if obj is None else type(obj)
+        if self.forward and obj is not None:
+            try:
+                return cls.__getattr__(obj, self.name)
+            except AttributeError:
+                pass
+        return resolve_method(obj, cls, self.name)
+
+
+def resolve_method(obj: Any, cls: type, name: str) -> Any:
+    """The plugin method ``name`` bound to ``obj`` (to ``cls`` when ``obj`` is None),
+    loading the plugins first; the install hint, or an AttributeError, if none gives it."""
+    if name.startswith("__") or (obj is not None and name.startswith("_")):
+        raise AttributeError(f"{cls.__name__!r} object has no attribute {name!r}")
+    function = method(name)
+    if function is None:
+        raise missing_method_error(cls.__name__, name)
+    if obj is None and not isinstance(function, classmethod):
+        return function
+    return function.__get__(obj, cls)
+
+
+def _instance_fallback(self: Any, name: str) -> Any:
+    return resolve_method(self, type(self), name)
+
+
+def _class_fallback(cls: type, name: str) -> Any:
+    return resolve_method(None, cls, name)
+
+
+def _set_fallbacks(host: type | None, third_party: Any) -> None:
+    """Give ``host`` (and its metaclass) a ``__getattr__`` that loads the plugins while
+    ``third_party`` entry points, whose method names are not known before loading, wait;
+    take it away otherwise (it costs every attribute lookup CPython's fast path)."""
+    if host is None:
+        return
+    for cls, fallback in ((host, _instance_fallback), (type(host), _class_fallback)):
+        if third_party:
+            cls.__getattr__ = fallback
+        elif vars(cls).get("__getattr__") is fallback:
+            del cls.__getattr__
 
 
 #: Every hook of :mod:`tensordict.hookspecs`.
@@ -328,8 +388,10 @@ def _manager() -> _Manager:
 
 def host_methods(cls: type) -> None:
     """Set the plugin methods on ``cls`` (``tensordict`` passes TensorCollection at
-    import), whose ``__getattr__`` resolves them otherwise: they are then found as the
-    class's own attributes are, and follow every (un)registration.
+    import): they are then found as the class's own attributes are, and follow every
+    (un)registration. Until the entry points are loaded, first-party method names are
+    placeholders that load them, and a third-party entry point, whose names are not
+    known yet, makes ``cls`` fall back to loading them on an unknown name.
 
     >>> from tensordict import TensorCollection
     >>> _manager()._host is TensorCollection
@@ -337,8 +399,21 @@ def host_methods(cls: type) -> None:
     """
     manager = _manager()
     with manager._lock:
-        manager._invalidate()
         manager._host = cls
+        manager._invalidate()
+        if not manager._entry_points_loaded:
+            _set_fallbacks(cls, any(
+                not entry_point.value.startswith("tensordict.")
+                for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+            ))
+
+
+def add_forwarding_class(cls: type) -> None:
+    """Let ``cls``, a class below the host with its own ``__getattr__``, answer for
+    plugin method names first: its ``__getattr__`` is asked for each, and the plugin
+    method is the answer when it raises AttributeError (``TensorCollection`` calls this
+    for such subclasses)."""
+    _manager().add_forwarding_class(cls)
 
 
 def register(plugin: object, name: str | None = None) -> object:

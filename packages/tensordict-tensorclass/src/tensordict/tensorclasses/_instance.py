@@ -489,8 +489,8 @@ def _collate(batch: Any, *, collate_fn_map: Any = None) -> Any:
 
 
 install_casts(TensorClassBase)
+install_plugin_methods(TensorClassBase)  # first: the forwarders skip what it sets
 install_forwarders(TensorClassBase)
-install_plugin_methods(TensorClassBase)
 default_collate_fn_map[TensorClassBase] = _collate
 # Instances are tensor collections (not TensorDictBases, as upstream: core recurses into
 # them through ``acts_as_tensordict``). Registered rather than inherited: TensorCollection
