@@ -156,6 +156,26 @@ def _split_along(td: Any, dim: int, sizes: list[int]) -> tuple[Any, ...]:
     return pieces
 
 
+def leaf_masks(mask: _Tensor) -> Callable[[int], _Tensor]:
+    """``mask``, over the leading batch dims, as a function of a leaf's ndim giving the
+    mask with trailing singleton dims that broadcasts against that leaf (each view made
+    once).
+
+    >>> leaf_mask = leaf_masks(torch.tensor([True, False]))
+    >>> leaf_mask(3).shape, leaf_mask(3) is leaf_mask(3)
+    (torch.Size([2, 1, 1]), True)
+    """
+    views: dict[int, _Tensor] = {}
+
+    def leaf_mask(ndim: int) -> _Tensor:
+        view = views.get(ndim)
+        if view is None:
+            view = views[ndim] = mask if ndim == mask.ndim else \
+                mask.reshape(*mask.shape, *(1,) * (ndim - mask.ndim))
+        return view
+    return leaf_mask
+
+
 class ShapeOpsMixin:
     """Reshaping, reordering, cutting and repeating the batch dims."""
 
@@ -189,8 +209,8 @@ class ShapeOpsMixin:
         if new == self.batch_size:
             return self
         ndim = len(self.batch_size)
-        lead = tuple(new)  # plain ints: torch parses a tuple much faster than a Size
-        return self._reshaped(lambda x: x.view((*lead, *x.shape[ndim:])), new, None)
+        lead = tuple(new)  # plain ints as varargs: torch parses them fastest (not a Size)
+        return self._reshaped(lambda x: x.view(*lead, *x.shape[ndim:]), new, None)
 
     def reshape(self, *shape: Any, **kwargs: Any) -> Any:
         """Like :meth:`view`, copying leaves that cannot be viewed.
@@ -204,7 +224,7 @@ class ShapeOpsMixin:
             return self
         ndim = len(self.batch_size)
         lead = tuple(new)
-        return self._reshaped(lambda x: x.reshape((*lead, *x.shape[ndim:])), new, None)
+        return self._reshaped(lambda x: x.reshape(*lead, *x.shape[ndim:]), new, None)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
         """Merge the batch dims ``start_dim..end_dim`` into one.
@@ -307,10 +327,11 @@ class ShapeOpsMixin:
         perms: dict[int, tuple[int, ...]] = {}  # by leaf ndim: the feature dims stay
 
         def fn(x: _Tensor) -> _Tensor:
-            perm = perms.get(x.ndim)
+            leaf_ndim = x.ndim
+            perm = perms.get(leaf_ndim)
             if perm is None:
-                perm = perms[x.ndim] = (*order, *range(ndim, x.ndim))
-            return x.permute(perm)
+                perm = perms[leaf_ndim] = (*order, *range(ndim, leaf_ndim))
+            return x.permute(*perm)  # varargs: parsed faster than a tuple
         return self._reshaped(fn, new, [names[d] for d in order])
 
     def transpose(self, dim0: int, dim1: int) -> Any:
@@ -426,7 +447,7 @@ class ShapeOpsMixin:
         lead = tuple(new)
 
         def fn(x: _Tensor) -> _Tensor:
-            return x.expand((*lead, *x.shape[ndim:]))
+            return x.expand(*lead, *x.shape[ndim:])
         fn.non_tensor_stack = non_tensor_stack  # type: ignore[attr-defined]
         return self._reshaped(fn, new, names)
 
@@ -597,11 +618,9 @@ class ShapeOpsMixin:
                 [0., 0.]])
         """
         check_mask(self, mask, "masked_fill")
-        ndim = mask.ndim
-        return self._apply_nest(
-            lambda x: x.masked_fill(mask.reshape((*mask.shape, *(1,) * (x.ndim - ndim))), value),
-            filter_empty=False,
-        )
+        leaf_mask = leaf_masks(mask)
+        return self._apply_nest(lambda x: x.masked_fill(leaf_mask(x.ndim), value),
+                                filter_empty=False)
 
     def masked_fill_(self, mask: _Tensor, value: float | bool) -> Any:
         """In-place :meth:`masked_fill`: the mask and every leaf are checked before the first
@@ -613,7 +632,7 @@ class ShapeOpsMixin:
         check_mask(self, mask, "masked_fill_")
         if mask.dtype is not torch.bool:
             raise RuntimeError(f"masked_fill_ needs a boolean mask, got one of dtype {mask.dtype}")
-        ndim = mask.ndim
+        leaf_mask = leaf_masks(mask)
         plan = WritePlan()
         leaves: list[tuple[Any, _Tensor]] = []
         self._apply_nest(lambda key, x: leaves.append((key, x)), named=True, nested_keys=True,
@@ -623,8 +642,7 @@ class ShapeOpsMixin:
             if isinstance(value, complex) and not leaf.is_complex():
                 raise RuntimeError(f"masked_fill_ cannot write the complex number {value!r} "
                                    f"into the entry {key!r} of dtype {leaf.dtype}")
-            plan.call(leaf.masked_fill_, mask.reshape((*mask.shape, *(1,) * (leaf.ndim - ndim))),
-                      value)
+            plan.call(leaf.masked_fill_, leaf_mask(leaf.ndim), value)
         return plan
 
     def where(self, condition: _Tensor, other: Any, *, out: Any = None,
@@ -641,10 +659,10 @@ class ShapeOpsMixin:
         tensor([1., 0.])
         """
         check_mask(self, condition, "where")
-        ndim = condition.ndim
+        leaf_condition = leaf_masks(condition)
 
         def fn(x: _Tensor, *y: Any) -> _Tensor:
-            cond = condition.reshape((*condition.shape, *(1,) * (x.ndim - ndim)))
+            cond = leaf_condition(x.ndim)
             if not y:
                 return torch.where(cond, x, other)
             theirs = y[0]
@@ -672,7 +690,7 @@ class ShapeOpsMixin:
         result = self._apply_nest(fn, *others, filter_empty=False, **kwargs)
         if others_only:
             for key, value in theirs_only:  # ``pad`` where condition
-                cond = condition.reshape((*condition.shape, *(1,) * (value.ndim - ndim)))
+                cond = leaf_condition(value.ndim)
                 mine = torch.as_tensor(pad, dtype=value.dtype, device=value.device)
                 result.set(key, torch.where(cond, mine, value))
             for key, value in objects_only:  # kept as they are, as upstream

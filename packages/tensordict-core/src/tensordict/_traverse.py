@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
+from operator import itemgetter
 from typing import Any
 
 import torch
@@ -43,10 +44,11 @@ class IndexLeaves:
     tensor(1)
     """
 
-    __slots__ = ("index",)
+    __slots__ = ("index", "on_leaf")
 
     def __init__(self, index: Any) -> None:
         self.index = index
+        self.on_leaf = itemgetter(index)  # what the traversal calls: no Python frame
 
     def __call__(self, tensor: _Tensor) -> Any:
         return tensor[self.index]
@@ -111,7 +113,7 @@ class TraverseMixin:
                         batch_size is not None and value.__class__ is UnbatchedTensor)):
                     new = fn(*key_arg, value, *other_values) if named else fn(value,
                                                                               *other_values)
-                    if ndim and _off_batch(new, expected, ndim):
+                    if ndim and new is not value and _off_batch(new, expected, ndim):
                         raise errors.batch_mismatch(prefix + (key,) if prefix else key,
                                                     new.shape, expected)
                 elif value.__class__ is UnbatchedTensor:  # batch ops leave it as is
@@ -172,12 +174,15 @@ class TraverseMixin:
         own_class = self.__class__
         expected = self._batch_size if batch_size is None else batch_size
         ndim = len(expected) if check_shapes else 0
+        # (dynamo cannot take the type of every callable: it traces the plain call)
+        on_leaf = fn if torch.compiler.is_compiling() or type(fn) is not IndexLeaves \
+            else fn.on_leaf
         key = None
         try:
             for key, value in self._tensordict.items():
                 if value.__class__ is _Tensor or (isinstance(value, _Tensor) and not (
                         batch_size is not None and value.__class__ is UnbatchedTensor)):
-                    new = fn(value)
+                    new = on_leaf(value)
                     if ndim and _off_batch(new, expected, ndim):
                         raise errors.batch_mismatch(prefix + (key,) if prefix else key,
                                                     new.shape, expected)
