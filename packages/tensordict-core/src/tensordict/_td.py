@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from numbers import Number
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -538,11 +539,11 @@ class TensorDict(MapMixin, TensorDictBase):
             names = self._names and self._names[1:]
             return self._map_leaves(IndexLeaves(index), batch[1:],
                                     names if names and any(names) else None, NO_DEFAULT,
-                                    False)
+                                    False, on_leaf=itemgetter(index))
         if index.__class__ is slice and batch:  # a slice keeps every dim and its name
             batch_size = torch.Size((len(range(*index.indices(batch[0]))), *batch[1:]))
             return self._map_leaves(IndexLeaves(index), batch_size, NO_DEFAULT, NO_DEFAULT,
-                                    False)
+                                    False, on_leaf=itemgetter(index))
         try:
             parts = masks_to_indices(normalize_index(index, batch))
         except IndexError as err:
@@ -554,7 +555,8 @@ class TensorDict(MapMixin, TensorDictBase):
         names = self._indexed_names(parts) if self._names is not None else None
         if len(parts) == 1:
             parts = parts[0]
-        return self._map_leaves(IndexLeaves(parts), batch_size, names, NO_DEFAULT, False)
+        return self._map_leaves(IndexLeaves(parts), batch_size, names, NO_DEFAULT, False,
+                                on_leaf=itemgetter(parts))
 
     def _indexed_names(self, parts: Any) -> tuple[str | None, ...] | None:
         """Dim names after indexing: ints drop a name, None/True/False add an unnamed dim,

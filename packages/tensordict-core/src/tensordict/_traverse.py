@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from operator import itemgetter
 from typing import Any
 
 import torch
@@ -44,11 +43,10 @@ class IndexLeaves:
     tensor(1)
     """
 
-    __slots__ = ("index", "on_leaf")
+    __slots__ = ("index",)
 
     def __init__(self, index: Any) -> None:
         self.index = index
-        self.on_leaf = itemgetter(index)  # what the traversal calls: no Python frame
 
     def __call__(self, tensor: _Tensor) -> Any:
         return tensor[self.index]
@@ -166,23 +164,24 @@ class TraverseMixin:
 
     def _map_leaves(self, fn: Callable[[_Tensor], Any], batch_size: torch.Size | None,
                     names: Any, device: Any, filter_empty: bool | None,
-                    prefix: tuple[str, ...] = (), check_shapes: bool = False) -> Any:
+                    prefix: tuple[str, ...] = (), check_shapes: bool = False,
+                    on_leaf: Callable[[_Tensor], Any] | None = None) -> Any:
         """:meth:`_traverse` of one function over the tensor leaves, without the options
-        (the path of apply, indexing, shape ops, device moves and copies)."""
+        (the path of apply, indexing, shape ops, device moves and copies). ``on_leaf``,
+        when given, is what a tensor leaf gets instead of ``fn`` (a C callable doing the
+        same, e.g. the ``itemgetter`` of :class:`IndexLeaves`)."""
         parent_ndim = len(self._batch_size)
         out: dict[str, Any] = {}
         own_class = self.__class__
         expected = self._batch_size if batch_size is None else batch_size
         ndim = len(expected) if check_shapes else 0
-        # (dynamo cannot take the type of every callable: it traces the plain call)
-        on_leaf = fn if torch.compiler.is_compiling() or type(fn) is not IndexLeaves \
-            else fn.on_leaf
+        leaf_fn = fn if on_leaf is None else on_leaf
         key = None
         try:
             for key, value in self._tensordict.items():
                 if value.__class__ is _Tensor or (isinstance(value, _Tensor) and not (
                         batch_size is not None and value.__class__ is UnbatchedTensor)):
-                    new = on_leaf(value)
+                    new = leaf_fn(value)
                     if ndim and _off_batch(new, expected, ndim):
                         raise errors.batch_mismatch(prefix + (key,) if prefix else key,
                                                     new.shape, expected)
@@ -195,7 +194,8 @@ class TraverseMixin:
                                                            parent_ndim)
                     if value.__class__ is own_class:
                         new = value._map_leaves(fn, child_size, child_names, device,
-                                                filter_empty, prefix + (key,), check_shapes)
+                                                filter_empty, prefix + (key,), check_shapes,
+                                                on_leaf)
                     elif type(fn) is IndexLeaves:  # a lazy stack keeps views of its
                         new = value[fn.index]          # parts, a file reads only the rows
                     else:
@@ -405,6 +405,8 @@ def _child_shape(value: Any, batch_size: torch.Size | None, names: Any,
                  parent_ndim: int) -> tuple[torch.Size | None, Any]:
     """The ``batch_size`` and ``names`` a sub-collection is traversed with: the parent's
     new ones followed by its own extra dims."""
+    if len(value.batch_size) == parent_ndim:  # no extra dims: the parent's, as they are
+        return batch_size, names
     size = None if batch_size is None else batch_size + value.batch_size[parent_ndim:]
     if names is NO_DEFAULT:
         return size, NO_DEFAULT
@@ -420,7 +422,7 @@ def _result_names(names: Any, own: Any, batch_size: torch.Size | None,
     if names is None:
         return None
     names = tuple(names)
-    return names if any(n is not None for n in names) else None
+    return None if names.count(None) == len(names) else names
 
 
 def _raise_keyed(err: BaseException, key: str | None, prefix: tuple[str, ...]) -> None:
