@@ -106,7 +106,8 @@ def test_ragged_get_raises_and_reads_on_request():
 def test_dim1_stack():
     a, b, stack = ragged(1)
     assert stack[0].batch_size == torch.Size([2]) and stack[:, 0] is a
-    assert stack.get("x", as_padded_tensor=True).shape == torch.Size([4, 2, 2])
+    # one padded value per part, along a new first dim whatever the stack dim (as upstream)
+    assert stack.get("x", as_padded_tensor=True).shape == torch.Size([2, 4, 2])
 
 
 # -- transforming part by part ------------------------------------------------------------------

@@ -10,7 +10,7 @@ from torch import distributions as D
 from torch import nn
 from torch.utils._pytree import tree_leaves
 
-from tensordict import LazyStackedTensorDict, TensorDict
+from tensordict import LazyStackedTensorDict, LinkedList, NonTensorStack, TensorDict, lazy_stack
 from tensordict.nn import (
     CompositeDistribution,
     InteractionType,
@@ -724,3 +724,30 @@ def test_tensordict_params_of_lazy_modules_flatten_without_their_uninitialized_s
     params["bias"].materialize((2,))
     leaves, _ = pytree.tree_flatten(params)  # materialized: plain leaves again
     assert sorted(tuple(leaf.shape) for leaf in leaves) == [(2, 2), (2, 2, 3)]
+
+
+class _Recorder(nn.Module):
+    """Records what it is given for ``s``; returns ``x + 1``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list = []
+
+    def forward(self, x, s):
+        self.seen.append(s)
+        return x + 1
+
+
+def test_non_tensor_inputs_reach_the_module_as_objects():
+    # as upstream: the module gets what td[key] reads (the string, a LinkedList of a
+    # stack), not the NonTensorData / NonTensorStack wrapper
+    recorder = _Recorder()
+    module = TensorDictModule(recorder, in_keys=["x", "s"], out_keys=["y"])
+    module(TensorDict(x=torch.zeros(3), s="hello", batch_size=[3]))
+    module(TensorDict(x=torch.zeros(2), s=NonTensorStack("a", "b"), batch_size=[2]))
+    strict = TensorDictModule(recorder, in_keys=["x", "s"], out_keys=["y"], strict=True)
+    out = strict(lazy_stack([TensorDict(x=torch.zeros(()), s="c"),
+                             TensorDict(x=torch.zeros(()), s="d")]))
+    assert recorder.seen == ["hello", ["a", "b"], ["c", "d"]]
+    assert [type(s) for s in recorder.seen] == [str, LinkedList, LinkedList]
+    assert out["y"].tolist() == [1.0, 1.0]

@@ -145,10 +145,26 @@ class DictMixin(RestructureMixin, MetadataMixin):
         if kwargs and kwargs.keys() - _STACK_READ_OPTIONS:
             unexpected = sorted(kwargs.keys() - _STACK_READ_OPTIONS)
             raise TypeError(f"get() got unexpected arguments {unexpected}")
+        if kwargs and key.__class__ is not str:  # a lazy stack on the way reads its parts
+            stack, rest = self._stack_on_path(key_to_path(key))
+            if stack is not None:
+                return stack.get(rest, *((default,) if given else ()), **kwargs)
         leaf_raises = default is NO_DEFAULT  # a key through a leaf is an error then
         if leaf_raises and not given and get_defaults_to_none():
             default = None
         return self._get_path(key, default, leaf_raises=leaf_raises)
+
+    def _stack_on_path(self, path: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
+        """The first lazy stack holding the rest of ``path``, and that rest (None and ()
+        when the path meets none before its last key)."""
+        node: Any = self
+        for depth, part in enumerate(path[:-1]):
+            node = node._get_str(part, None) if acts_as_tensordict(node) else None
+            if node is None:
+                break
+            if isinstance(node, classes.LazyStackedTensorDict):
+                return node, path[depth + 1:]
+        return None, ()
 
     def get_non_tensor(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
         """The Python object stored at ``key`` (tensors are returned as they are)."""

@@ -71,6 +71,7 @@ from tensordict._td import TensorDict, _merge_writes
 _Tensor = torch.Tensor
 _SIMPLE = (int, slice, type(None))
 _BATCH_SIZE, _DEVICE = operator.attrgetter("batch_size"), operator.attrgetter("device")
+_DTYPE = operator.attrgetter("dtype")
 _UNKNOWN = False  # a device not looked up yet (neither a device nor None; pickles as is)
 
 
@@ -391,27 +392,63 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
         """The value at ``key``, stacked; entries of different shapes on request only.
 
         Args:
-            as_list: the parts' values, as a list.
-            as_padded_tensor: stacked after padding them to a common shape with
-                ``padding_value`` (on the ``padding_side``).
+            as_list: the parts' values, as a list (a list per part that is a lazy stack
+                itself: nested lists for a lazy stack of lazy stacks).
+            as_padded_tensor: these lists padded to a common shape with ``padding_value``
+                (on the ``padding_side``) and stacked along new first dims.
             as_nested_tensor: a ``torch.nested`` tensor of the given ``layout``
-                (``torch.jagged`` by default).
+                (``torch.jagged`` by default); one nested level only.
+
+        Flags take precedence in that order. A key missing from any part gives the
+        default (None); sub-TensorDicts and non-tensor data are stacked lazily.
 
         >>> stack = lazy_stack([TensorDict(x=torch.zeros(1)), TensorDict(x=torch.ones(2))])
         >>> stack.get("x", as_nested_tensor=True, layout=torch.jagged).is_nested
         True
+        >>> [len(v) for v in lazy_stack([stack, stack]).get("x", as_list=True)[0]]
+        [1, 2]
         """
         if not (as_list or as_padded_tensor or as_nested_tensor):
             if (args[0] if args else kwargs.get("default")) is NO_DEFAULT:
                 return self._get_path(key, NO_DEFAULT)  # given explicitly: raises, as upstream
             return super().get(key, *args, **kwargs)
+        default = args[0] if args else kwargs.get("default")
         path = key_to_path(key)
-        parent = self._get_path(path[:-1]) if len(path) > 1 else self
-        values = [td._get_str(path[-1]) for td in parent.tensordicts]
-        return self.lazy_stack(
-            values, parent.stack_dim, as_list=as_list, as_padded_tensor=as_padded_tensor,
-            as_nested_tensor=as_nested_tensor, padding_side=padding_side,
-            layout=layout or torch.jagged, padding_value=padding_value)
+        parent = self
+        if len(path) > 1:  # the parent as read with the same flags (upstream's errors)
+            parent = self.get(path[:-1], None, as_list=as_list,
+                              as_padded_tensor=as_padded_tensor,
+                              as_nested_tensor=as_nested_tensor, padding_side=padding_side,
+                              layout=layout, padding_value=padding_value)
+            if getattr(type(parent), "_is_tensorclass", False):
+                parent = parent._tensordict  # the lazy stack of the instances' TensorDicts
+            if not (parent is None or _is_lazy_stack(parent)):
+                raise errors.KeyThroughLeafError(
+                    f"{path[-2]!r} is a {type(parent).__name__}, not a tensordict, so it has "
+                    f"no entry {path[-1]!r} (looking up {key!r})")
+        values = None if parent is None else parent._leaf_values(path[-1])
+        if values is None:
+            if default is NO_DEFAULT:
+                raise errors.missing_key(key, list(self._keys_str()))
+            return default
+        if as_list or values.__class__ is not list:
+            return values
+        if as_nested_tensor:
+            return _nested_values(values, layout)
+        return _padded_values(values, key, padding_value, padding_side)
+
+    def _leaf_values(self, key: str) -> Any:
+        """The parts' values at ``key``: a list (a list per lazy part), or the lazy stack of
+        their sub-TensorDicts or non-tensor data; None where a part lacks it."""
+        values = []
+        for td in self.tensordicts:
+            value = td._leaf_values(key) if _is_lazy_stack(td) else td._get_str(key, None)
+            if value is None:
+                return None
+            values.append(value)
+        if values and is_tensor_collection(type(values[0])):
+            return LazyStackedTensorDict.lazy_stack(values, self._stack_dim)
+        return values or None
 
     def get_item_shape(self, key: NestedKey) -> torch.Size:
         """The shape of ``key`` as stacked, with ``-1`` at the dims where the parts differ.
@@ -820,3 +857,55 @@ def _given_size(batch_size: Any) -> torch.Size:
     if isinstance(batch_size, (list, tuple)) and -1 in batch_size:
         return torch.Size(batch_size)
     return as_size(batch_size)
+
+
+def _is_lazy_stack(value: Any) -> bool:
+    """Whether ``value`` is a lazy stack of TensorDicts (not of non-tensor data)."""
+    return isinstance(value, LazyStackedTensorDict) and not value._is_non_tensor
+
+
+def _padded_values(values: list[Any], key: Any, padding_value: float,
+                   padding_side: str) -> torch.Tensor:
+    """``get(key, as_padded_tensor=True)`` of a lazy stack from its ``as_list`` values (a
+    list per lazy part): every list and tensor padded to the largest size of each dim, the
+    lists stacked along new first dims, in the dtype of the first value, as upstream's.
+
+    >>> values = [[torch.zeros(1), torch.ones(2)], [torch.ones(3)]]
+    >>> _padded_values(values, "x", -1.0, "right").tolist()
+    [[[0.0, -1.0, -1.0], [1.0, 1.0, -1.0]], [[1.0, 1.0, 1.0], [-1.0, -1.0, -1.0]]]
+    """
+    if padding_side not in ("left", "right"):
+        raise RuntimeError(
+            f"Expected padding_side to be one of left or right, but got {padding_side}.")
+    dims = [len(values)]  # lists of the same length: their values padded all at once
+    while all(v.__class__ is list for v in values) and len(set(map(len, values))) == 1:
+        dims.append(len(values[0]))
+        values = [v for sub in values for v in sub]
+    tensors = [_padded_values(v, key, padding_value, padding_side) if v.__class__ is list
+               else v for v in values]
+    first = tensors[0]
+    if not first.ndim:  # (pad_stack checks that they all have as many dims)
+        raise RuntimeError(f"cannot pad the 0-dim entries {key!r} of a lazy stack: their "
+                           f"shapes are {[t.shape for t in tensors]}")
+    if len(set(map(_DTYPE, tensors))) > 1:
+        tensors = [t.to(first.dtype) for t in tensors]
+    padded = pad_stack(tensors, 0, padding_value, padding_side)
+    return padded if len(dims) == 1 else padded.reshape(dims + list(padded.shape[1:]))
+
+
+def _nested_values(values: list[Any], layout: torch.layout | None) -> torch.Tensor:
+    """``get(key, as_nested_tensor=True)`` of a lazy stack from its ``as_list`` values: a
+    ``torch.nested`` tensor (``torch.jagged`` by default) holding one value per part. A
+    list per lazy part gives a nested tensor each, which raises: one nested level only.
+
+    >>> _nested_values([torch.zeros(1), torch.ones(2)], None).layout
+    torch.jagged
+    """
+    values = [_nested_values(v, layout) if v.__class__ is list else v for v in values]
+    if any(v.is_nested for v in values):
+        raise ValueError(
+            "Cannot build a nested tensor from entries that are nested tensors themselves, "
+            "as the inner stacks of a lazy stack of lazy stacks return: a nested tensor has "
+            "a single nested level. Flatten the lazy stack with view(-1) first, or use "
+            "as_padded_tensor=True.")
+    return torch.nested.nested_tensor(values, layout=layout or torch.jagged)

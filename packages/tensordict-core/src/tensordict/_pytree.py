@@ -220,6 +220,34 @@ def _fitting_size(children: list[Any], batch_size: torch.Size, leaf: _Tensor | N
     return torch.Size(common)
 
 
+def _fit_non_tensor(value: Any, batch_size: torch.Size) -> Any:
+    """``value`` (a non-tensor entry) under a parent of batch size ``batch_size``.
+
+    Non-tensor data cannot be mapped: ``NonTensorData`` takes the new batch size; a
+    ``NonTensorStack`` is repeated along the one dim the batch size gained (leaving
+    ``vmap``), widened by new trailing dims, and else kept whole (``vmap`` hid one of its
+    dims: as upstream, it comes out as it went in).
+
+    >>> from tensordict import NonTensorStack
+    >>> _fit_non_tensor(NonTensorStack(NonTensorStack("a", "b")), torch.Size([2])).tolist()
+    [['a', 'b']]
+    >>> _fit_non_tensor(NonTensorStack("a", "b"), torch.Size([3, 2])).tolist()[2]
+    ['a', 'b']
+    """
+    own = value.batch_size
+    if own == batch_size:
+        return value
+    if not hasattr(value, "tensordicts"):  # NonTensorData
+        return value._rebatch(batch_size)
+    if len(batch_size) == len(own) + 1:
+        dim = _inserted_dim(batch_size, own)
+        if dim < len(batch_size):  # vmap left: the stack is the same in each map
+            return value.unsqueeze(dim).expand(batch_size)
+    if batch_size[: len(own)] == own:  # more trailing dims
+        return value._rebatch(batch_size)
+    return value  # fewer dims, or vmap hid one of its dims: kept whole
+
+
 def _unflatten(children: Any, context: _Context) -> Any:
     children = list(children)
     index = context.probe[0]
@@ -230,7 +258,7 @@ def _unflatten(children: Any, context: _Context) -> Any:
         batch_size, names = fitted, names if len(fitted) == len(batch_size) else None
     entries = dict(zip(context.keys, children))  # zip drops the carrier
     for key, value in context.non_tensor:
-        entries[key] = value if value.batch_size == batch_size else value._rebatch(batch_size)
+        entries[key] = _fit_non_tensor(value, batch_size)
     if names is not None and len(names) != len(batch_size):
         names = None
     return context.cls._from_entries(entries, batch_size, context.device, names)

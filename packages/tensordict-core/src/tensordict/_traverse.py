@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from tensordict import errors
-from tensordict._collection import NO_DEFAULT
+from tensordict._collection import NO_DEFAULT, classes
 from tensordict._plan import WritePlan
 from tensordict._shapes import as_device, as_size
 from tensordict._unbatched import UnbatchedTensor
@@ -265,6 +265,9 @@ class TraverseMixin:
         if not (others or constructor_kwargs or inplace or call_on_nested or propagate_lock) \
                 and batch_size is None and device is NO_DEFAULT and names is NO_DEFAULT \
                 and default is NO_DEFAULT and is_leaf is None and out is None:
+            if self.__class__ is classes.TensorDict:  # the walk itself, without options
+                return self._map_leaves(fn, None, NO_DEFAULT, NO_DEFAULT, filter_empty, (),
+                                        True)
             return self._apply_nest(fn, filter_empty=filter_empty, check_shapes=True)
         # upstream passes these traversal options through its constructor keywords
         named = constructor_kwargs.pop("named", False)

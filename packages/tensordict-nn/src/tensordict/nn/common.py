@@ -518,6 +518,8 @@ class TensorDictModule(TensorDictModuleBase):
         return func(*args, **dict(zip(self._kwargs, tensors)), **kwargs)
 
     def _read(self, tensordict: TensorDictBase) -> list[Any]:
+        """The module's inputs: the entries at ``in_keys`` (None where missing, unless
+        ``strict``), non-tensor data as ``td[key]`` reads it (the object itself)."""
         get_kwargs = self._get_kwargs
         if self.strict:
             values = [tensordict.get(key, None, **get_kwargs) for key in self.in_keys]
@@ -528,11 +530,15 @@ class TensorDictModule(TensorDictModuleBase):
                     f"in the TensorDict (strict=True); its keys are "
                     f"{list(tensordict.keys(True, True))}"
                 )
-            return values
-        if get_kwargs:
-            return [tensordict.get(key, None, **get_kwargs) for key in self.in_keys]
-        get = tensordict.get
-        return [get(key, None) for key in self.in_keys]
+        elif get_kwargs:
+            values = [tensordict.get(key, None, **get_kwargs) for key in self.in_keys]
+        else:
+            get = tensordict.get
+            values = [get(key, None) for key in self.in_keys]
+        for i, value in enumerate(values):
+            if value.__class__ is not torch.Tensor and getattr(value, "_is_non_tensor", False):
+                values[i] = tensordict[self.in_keys[i]]
+        return values
 
     def _write_to_tensordict(self, tensordict: TensorDictBase, tensors: Any,
                              tensordict_out: TensorDictBase | None = None,

@@ -122,6 +122,8 @@ class EnsembleModule(TensorDictModuleBase):
         self.num_copies = num_copies
         self.expand_input = expand_input
         self._vmapped = torch.vmap(self._call_one, (0, 0), randomness="different")
+        # expand_input: every copy sees the input as it is (non-tensor entries stay whole)
+        self._vmapped_shared = torch.vmap(self._call_one, (None, 0), randomness="different")
         self._vmapped_flat = torch.vmap(self._call_flat, (0, None), randomness="different")
 
     def _call_one(self, tensordict: TensorDictBase, params: TensorDictBase) -> TensorDictBase:
@@ -157,9 +159,8 @@ class EnsembleModule(TensorDictModuleBase):
         params_structure = (None if input_structure is None
                             else _flatten(getattr(self.params_td, "_param_td", None), tensors))
         if params_structure is None:
-            if self.expand_input:
-                tensordict = tensordict.expand(num_copies, *tensordict.batch_size)
-            return self._vmapped(tensordict, self.params_td)
+            vmapped = self._vmapped_shared if self.expand_input else self._vmapped
+            return vmapped(tensordict, self.params_td)
         structures = _Structures(input_structure, 0 if self.expand_input else 1,
                                  params_structure)
         out = self._vmapped_flat(tensors, structures)
