@@ -20,20 +20,22 @@ import torch
 from torch import nn
 
 from tensordict import TensorDict, TensorDictBase
+from tensordict._pytree import _fit_non_tensor
 from tensordict.nn.common import TensorDictModuleBase, _module_repr
 from tensordict.nn.params import TensorDictParams
 
 __all__ = ["EnsembleModule"]
 
 _Tensor = torch.Tensor
-# a plain TensorDict's structure: ((key, None for a tensor or the structure of a
-# sub-TensorDict), ...), batch size, device
+# a plain TensorDict's structure: ((key, None for a tensor, the structure of a
+# sub-TensorDict or the non-tensor entry itself), ...), batch size, device
 _Structure = tuple[tuple[tuple[str, Any], ...], torch.Size, Any]
 
 
 def _flatten(td: Any, leaves: list[_Tensor]) -> _Structure | None:
     """Append the tensors of ``td`` to ``leaves`` and return its structure, or None unless
-    ``td`` is a plain TensorDict (no dim names) of tensors and such TensorDicts.
+    ``td`` is a plain TensorDict (no dim names) of tensors, non-tensor entries and such
+    TensorDicts.
 
     >>> leaves = []
     >>> _flatten(TensorDict(a=torch.zeros(2), batch_size=[2]), leaves)
@@ -46,6 +48,9 @@ def _flatten(td: Any, leaves: list[_Tensor]) -> _Structure | None:
         if value.__class__ is _Tensor or value.__class__ is nn.Parameter:
             leaves.append(value)
             items.append((key, None))
+            continue
+        if value._is_non_tensor:  # not mapped: the structure carries it
+            items.append((key, value))
             continue
         sub = _flatten(value, leaves)
         if sub is None:
@@ -65,9 +70,11 @@ def _rebuild(structure: _Structure, leaves: Iterator[_Tensor], lead: tuple[int, 
     torch.Size([3, 2])
     """
     items, batch_size, device = structure
+    batch_size = torch.Size((*lead, *batch_size[drop:]))
     entries = {key: next(leaves) if sub is None else _rebuild(sub, leaves, lead, drop)
+               if sub.__class__ is tuple else _fit_non_tensor(sub, batch_size)
                for key, sub in items}
-    return TensorDict._from_entries(entries, torch.Size((*lead, *batch_size[drop:])), device)
+    return TensorDict._from_entries(entries, batch_size, device)
 
 
 class _Structures:
