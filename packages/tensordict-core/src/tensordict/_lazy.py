@@ -861,7 +861,8 @@ def _given_size(batch_size: Any) -> torch.Size:
 
 def _is_lazy_stack(value: Any) -> bool:
     """Whether ``value`` is a lazy stack of TensorDicts (not of non-tensor data)."""
-    return isinstance(value, LazyStackedTensorDict) and not value._is_non_tensor
+    return value.__class__ is not TensorDict and isinstance(value, LazyStackedTensorDict) \
+        and not value._is_non_tensor
 
 
 def _padded_values(values: list[Any], key: Any, padding_value: float,

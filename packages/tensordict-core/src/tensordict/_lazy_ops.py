@@ -24,12 +24,12 @@ Example:
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 import torch.nn.functional as F  # noqa: N812
-from torch.nn.utils.rnn import pad_sequence
 
 from tensordict._collection import NO_DEFAULT, classes
 from tensordict._nested_key import NestedKey
@@ -190,8 +190,15 @@ def pad_stack(values: Sequence[_Tensor], dim: int, padding_value: float = 0.0,
     columns = list(zip(*shapes))  # the sizes of each dim
     if dim == 0 and columns and all(c.count(c[0]) == len(c) for c in columns[1:]) and \
             len({(v.dtype, v.device) for v in values}) == 1:  # ragged along dim 0 only
-        return pad_sequence(list(values), batch_first=True, padding_value=padding_value,
-                            padding_side=padding_side)
+        return torch._C._nn.pad_sequence(list(values), True, padding_value, padding_side)
+    if dim == 0 and columns and padding_side == "right" and len(values) > 3 and \
+            len({(v.dtype, v.device, v.layout) for v in values}) == 1 and \
+            values[0].layout is torch.strided and not any(v.requires_grad for v in values):
+        # one torch call pads them all (a nested tensor is a copy autograd does not track)
+        with warnings.catch_warnings():  # (the strided nested layout's prototype warning)
+            warnings.simplefilter("ignore", UserWarning)
+            nested = torch.nested.nested_tensor(list(values))
+        return nested.to_padded_tensor(padding_value)
     target = list(map(max, columns))
     padded = []
     for value in values:
