@@ -31,14 +31,11 @@ from tensordict._collection import classes, is_tensor_collection, is_tensorclass
 from tensordict._helpers import _shape
 from tensordict._nontensor import merged_non_tensor
 from tensordict._options import capture_non_tensor_stack, lazy_legacy
-from tensordict._plan import WritePlan
+from tensordict._plan import WritePlan, copy_all
 from tensordict._unbatched import UnbatchedTensor, stack_unbatched
 from tensordict.errors import StackMismatchError
 
 _Tensor = torch.Tensor
-_PLAIN = {_Tensor}
-_SHAPE = attrgetter("shape")
-_DTYPE = attrgetter("dtype")
 
 
 class KeyMismatchError(StackMismatchError, KeyError):
@@ -278,11 +275,8 @@ def stack(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noq
     dim = dim % (ndim + 1)
     if out is not None:
         new = batch[:dim] + torch.Size([len(tds)]) + batch[dim:]
-        pairs = _out_pairs(out, tds, new, dim, True)
-        if pairs is None:  # lazy stacks: written part by part
+        if not _write_out(out, tds, new, dim, True):  # lazy stacks: written part by part
             return _update_out(out, stack(tds, dim))
-        for target, values in pairs:
-            torch.stack(values, dim, out=target)
         return out
     if lazy_legacy():
         return classes.LazyStackedTensorDict.lazy_stack(tds, dim)
@@ -318,11 +312,8 @@ def cat(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa:
     _check_batch(tds, dim)
     new = batch[:dim] + torch.Size([sum(td.batch_size[dim] for td in tds)]) + batch[dim + 1:]
     if out is not None:
-        pairs = _out_pairs(out, tds, new, dim, False)
-        if pairs is None:
+        if not _write_out(out, tds, new, dim, False):
             return _update_out(out, cat(tds, dim))
-        for target, values in pairs:
-            torch.cat(values, dim, out=target)
         return out
     out = _combine(list(map(entries_of, tds)), lambda xs: torch.cat(xs, dim), new, ndim,
                    tds[0].names, _common_device(tds), (), True,
@@ -425,23 +416,27 @@ def _plan_into(out: Any, result: Any, plan: WritePlan, path: tuple[str, ...]) ->
         plan.extend(out._plan_update_(source, None, False, False))
 
 
-def _out_pairs(out: Any, tds: Sequence[Any], batch_size: torch.Size, dim: int,
-               stacking: bool) -> list[tuple[_Tensor, list[_Tensor]]] | None:
-    """Every leaf of ``out`` paired with the leaves of ``tds`` it receives (stacked, or
-    concatenated, along ``dim``), all checked: raises, naming the key and shapes, before
-    anything is written. None when a lazy stack is met (see :func:`_update_out`).
-    ``out`` may hold entries the TensorDicts lack; they are left as they are."""
+def _write_out(out: Any, tds: Sequence[Any], batch_size: torch.Size, dim: int,
+               stacking: bool) -> bool:
+    """Write the stack (or concatenation) of ``tds`` along ``dim`` into the leaves of
+    ``out``: every leaf's result is computed and checked first (raising, naming the key
+    and shapes, before anything is written), then all are copied at once. False, having
+    written nothing, when a lazy stack is met (see :func:`_update_out`). ``out`` may hold
+    entries the TensorDicts lack; they are left as they are."""
     if out.batch_size != batch_size:
         raise RuntimeError(f"out has the batch size {list(out.batch_size)}, the result "
                            f"{list(batch_size)}")
-    pairs: list[tuple[_Tensor, list[_Tensor]]] = []
-    if not _collect_pairs(out, list(tds), dim, stacking, (), pairs):
-        return None
-    return pairs
+    targets: list[_Tensor] = []
+    results: list[_Tensor] = []
+    if not _collect_results(out, list(tds), dim, stacking, (), targets, results):
+        return False
+    copy_all(targets, results, non_blocking=False)
+    return True
 
 
-def _collect_pairs(out: Any, tds: list[Any], dim: int, stacking: bool,
-                   path: tuple[str, ...], pairs: list[tuple[_Tensor, list[_Tensor]]]) -> bool:
+def _collect_results(out: Any, tds: list[Any], dim: int, stacking: bool,
+                     path: tuple[str, ...], targets: list[_Tensor],
+                     results: list[_Tensor]) -> bool:
     lazy = classes.LazyStackedTensorDict
     if out.__class__ is lazy or tds[0].__class__ is lazy:
         return False
@@ -456,47 +451,36 @@ def _collect_pairs(out: Any, tds: list[Any], dim: int, stacking: bool,
         except KeyError:
             raise _key_mismatch(parts, path) from None
         if isinstance(value, _Tensor):
-            _check_leaf(path + (key,), target, values, dim, stacking)
-            pairs.append((target, values))
-        elif not getattr(value, "_is_non_tensor", False) and not _collect_pairs(
-                target, values, dim, stacking, path + (key,), pairs):
+            targets.append(target)
+            results.append(_checked_result(path + (key,), target, values, dim, stacking))
+        elif not getattr(value, "_is_non_tensor", False) and not _collect_results(
+                target, values, dim, stacking, path + (key,), targets, results):
             return False
     return True
 
 
-def _check_leaf(path: tuple[str, ...], target: Any, values: list[Any], dim: int,
-                stacking: bool) -> None:
-    """Raise unless ``target`` is exactly the stack (or cat) of ``values`` along ``dim``."""
-    if stacking and target.__class__ is _Tensor:  # the common case first: plain tensors
-        shapes = set(map(_SHAPE, values))  # of one shape and the dtype of ``target``
-        if len(shapes) == 1 and set(map(type, values)) == _PLAIN \
-                and set(map(_DTYPE, values)) == {target.dtype}:
-            expected = list(shapes.pop())  # (lists: slicing a torch.Size is slow)
-            expected.insert(dim, len(values))
-            if list(target.shape) == expected:
-                return
+def _checked_result(path: tuple[str, ...], target: Any, values: list[Any], dim: int,
+                    stacking: bool) -> _Tensor:
+    """The stack (or cat) of ``values`` along ``dim``, to be copied into ``target``:
+    raises unless it has ``target``'s shape and a dtype that casts to ``target``'s."""
     key = path[0] if len(path) == 1 else path
-    if not isinstance(target, _Tensor) or not all(isinstance(v, _Tensor) for v in values):
-        raise TypeError(f"cannot stack or cat the entry {key!r} into out: not all tensors")
-    shapes = list(map(_SHAPE, values))
-    first = shapes[0]
-    if stacking:
-        ok = shapes.count(first) == len(shapes)
-        shape = first[:dim] + torch.Size([len(values)]) + first[dim:]
-    else:
-        rest = first[:dim] + first[dim + 1:]
-        ok = all(len(s) == len(first) and s[:dim] + s[dim + 1:] == rest for s in shapes)
-        shape = first[:dim] + torch.Size([sum(s[dim] for s in shapes)]) + first[dim + 1:]
-    if not ok:
+    try:
+        if not isinstance(target, _Tensor):
+            raise TypeError
+        result = torch.stack(values, dim) if stacking else torch.cat(values, dim)
+    except (RuntimeError, TypeError):
+        if not isinstance(target, _Tensor) or not all(isinstance(v, _Tensor) for v in values):
+            raise TypeError(f"cannot stack or cat the entry {key!r} into out: not all "
+                            "tensors") from None
         raise StackMismatchError(f"cannot stack or cat the entry {key!r}: incompatible "
-                                 f"shapes {[tuple(s) for s in shapes]}")
-    if target.shape != shape:
+                                 f"shapes {[tuple(v.shape) for v in values]}") from None
+    if result.shape != target.shape:
         raise RuntimeError(f"the entry {key!r} of out has the shape {list(target.shape)}, "
-                           f"the result {list(shape)}")
-    for dtype in {v.dtype for v in values}:
-        if not torch.can_cast(dtype, target.dtype):
-            raise TypeError(f"the entry {key!r} of out has the dtype {target.dtype}, which "
-                            f"{dtype} values cannot be cast to")
+                           f"the result {list(result.shape)}")
+    if result.dtype is not target.dtype and not torch.can_cast(result.dtype, target.dtype):
+        raise TypeError(f"the entry {key!r} of out has the dtype {target.dtype}, which "
+                        f"{result.dtype} values cannot be cast to")
+    return result
 
 
 def maybe_dense_stack(input: Sequence[Any], dim: int = 0, *, out: Any = None,  # noqa: A002
