@@ -26,25 +26,32 @@ def as_size(batch_size: Any) -> torch.Size:
     Raises TypeError for anything else, RuntimeError for a size below -1 (``-1`` marks a
     ragged dim, whose size differs between the elements of a lazy stack).
     """
-    if batch_size.__class__ is torch.Size:
+    cls = batch_size.__class__
+    if cls is torch.Size:
         size = batch_size
     elif batch_size is None:
         return torch.Size()
+    elif cls is list or cls is tuple:  # the common spellings, before the isinstance checks
+        size = _sequence_size(batch_size)
     elif isinstance(batch_size, (int, np.integer)):
         size = torch.Size([int(batch_size)])
     elif isinstance(batch_size, torch.Tensor):
         size = torch.Size(batch_size.tolist() if batch_size.ndim else [int(batch_size)])
     else:
-        try:
-            size = torch.Size(batch_size)
-        except TypeError as err:
-            raise TypeError(
-                f"batch_size must be an int or a sequence of ints, got {batch_size!r}"
-            ) from err
+        size = _sequence_size(batch_size)
     if size and min(size) < -1:
         raise RuntimeError(f"a batch size has no negative dims other than -1 (a ragged dim: "
                            f"its size differs between elements), got {list(size)}")
     return size
+
+
+def _sequence_size(batch_size: Any) -> torch.Size:
+    try:
+        return torch.Size(batch_size)
+    except TypeError as err:
+        raise TypeError(
+            f"batch_size must be an int or a sequence of ints, got {batch_size!r}"
+        ) from err
 
 
 def as_device(device: Any) -> torch.device | None:
