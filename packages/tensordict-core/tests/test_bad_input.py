@@ -778,3 +778,13 @@ def test_bad_input_raises_and_changes_nothing(name: str, build: Callable[[], Any
     for part in contains:
         assert part in message, f"{part!r} is not in the message {message!r}"
     assert same(before, snapshot(obj)), "the collection changed"
+
+
+def test_key_through_a_leaf_is_a_key_error_and_a_value_error():
+    # upstream raises a ValueError for reads through a leaf; ours is a KeyError too
+    td = TensorDict(a=torch.zeros(2), batch_size=[2])
+    for read in (lambda: td["a", "b"], lambda: td.get(("a", "b"))):
+        with pytest.raises(ValueError, match="'a' is a Tensor"):
+            read()
+        with pytest.raises(KeyError):
+            read()

@@ -42,8 +42,18 @@ class MissingKeyError(KeyError):
         return str(self.args[0])
 
 
-class KeyThroughLeafError(MissingKeyError):
-    """A nested key that goes through a leaf (a tensor has no entries)."""
+class KeyThroughLeafError(MissingKeyError, ValueError):
+    """A nested key that goes through a leaf (a tensor has no entries). A ``KeyError``,
+    and a ``ValueError`` as upstream's for reads.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> try:
+    ...     TensorDict(a=torch.zeros(1))["a", "b"]
+    ... except ValueError as err:
+    ...     isinstance(err, KeyError)
+    True
+    """
 
 
 def missing_key(
