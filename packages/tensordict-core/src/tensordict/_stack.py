@@ -465,15 +465,15 @@ def _checked_result(path: tuple[str, ...], target: Any, values: list[Any], dim: 
     raises unless it has ``target``'s shape and a dtype that casts to ``target``'s."""
     key = path[0] if len(path) == 1 else path
     try:
-        if not isinstance(target, _Tensor):
-            raise TypeError
         result = torch.stack(values, dim) if stacking else torch.cat(values, dim)
     except (RuntimeError, TypeError):
+        result = None
+    if result is None or not isinstance(target, _Tensor):
         if not isinstance(target, _Tensor) or not all(isinstance(v, _Tensor) for v in values):
             raise TypeError(f"cannot stack or cat the entry {key!r} into out: not all "
-                            "tensors") from None
+                            "tensors")
         raise StackMismatchError(f"cannot stack or cat the entry {key!r}: incompatible "
-                                 f"shapes {[tuple(v.shape) for v in values]}") from None
+                                 f"shapes {[tuple(v.shape) for v in values]}")
     if result.shape != target.shape:
         raise RuntimeError(f"the entry {key!r} of out has the shape {list(target.shape)}, "
                            f"the result {list(result.shape)}")

@@ -209,7 +209,7 @@ class _Manager(pluggy.PluginManager):
                     self._load_entry_point(entry_point, dist)
             self.check_pending()
             self._invalidate()
-            _set_fallbacks(self._host, None)
+            _set_fallbacks(self._host, False)
 
     def _load_entry_point(
         self, entry_point: importlib.metadata.EntryPoint, dist: importlib.metadata.Distribution
@@ -243,7 +243,7 @@ class _Manager(pluggy.PluginManager):
         ordinary attribute lookup, with no ``__getattr__``), and every other first-party
         method name as a placeholder :class:`_PluginAttribute`. Classes below the host
         with their own ``__getattr__`` get a forwarding :class:`_PluginAttribute` for
-        each name, so that their ``__getattr__`` decides."""
+        each name, so that their ``__getattr__`` is asked first."""
         host = self._host
         if host is None:
             return
@@ -353,7 +353,7 @@ def _class_fallback(cls: type, name: str) -> Any:
     return resolve_method(None, cls, name)
 
 
-def _set_fallbacks(host: type | None, third_party: Any) -> None:
+def _set_fallbacks(host: type | None, third_party: bool) -> None:
     """Give ``host`` (and its metaclass) a ``__getattr__`` that loads the plugins while
     ``third_party`` entry points, whose method names are not known before loading, wait;
     take it away otherwise (it costs every attribute lookup CPython's fast path)."""
