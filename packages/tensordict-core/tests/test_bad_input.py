@@ -20,6 +20,7 @@ import torch
 
 from tensordict import (
     LazyStackedTensorDict,
+    NonTensorStack,
     TensorDict,
     is_tensor_collection,
     is_tensorclass,
@@ -788,3 +789,16 @@ def test_key_through_a_leaf_is_a_key_error_and_a_value_error():
             read()
         with pytest.raises(KeyError):
             read()
+
+
+@pytest.mark.parametrize("with_tensor", [False, True])
+def test_bad_index_of_a_non_tensor_stack_raises_the_index_error(with_tensor):
+    # the index's own error, whichever entry is reached first (not "cannot reduce")
+    entries = {"t": NonTensorStack("a", "b", "c")}
+    if with_tensor:
+        entries["x"] = torch.zeros(3)
+    td = TensorDict(entries, batch_size=[3])
+    with pytest.raises(ValueError, match="step"):
+        td[::-1]
+    with pytest.raises(IndexError, match="7"):
+        td[[0, 7]]

@@ -48,8 +48,11 @@ def _moves_elements(fn: Callable[[_Tensor], Any], positions: _Tensor) -> _Tensor
     relabellings (reversed and shuffled) tell them apart.
     """
     count = positions.numel()
-    try:
+    try:  # an index the batch cannot take (IndexError, ValueError) raises, as on a leaf
         moved = fn(positions)
+    except (RuntimeError, TypeError):  # an op int64 positions cannot take: no gather
+        return None
+    try:
         if not isinstance(moved, _Tensor) or moved.dtype is not torch.int64 or (
                 moved.numel() and moved.min() < 0):
             return None

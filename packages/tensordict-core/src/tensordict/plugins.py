@@ -247,21 +247,23 @@ class _Manager(pluggy.PluginManager):
         host = self._host
         if host is None:
             return
-        for cls, name in self._installed:
-            delattr(cls, name)
-        self._installed.clear()
+        installed = set(self._installed)
+        wanted: dict[tuple[type, str], Any] = {}
         for name in methods.keys() | PLUGIN_METHODS.keys():
-            if name.startswith("_") or name in vars(host):
+            if name.startswith("_") or ((host, name) not in installed and name in vars(host)):
                 continue
             function = methods.get(name)
-            self._install(host, name, _PluginAttribute(name) if function is None else function)
+            wanted[host, name] = _PluginAttribute(name) if function is None else function
             for cls in self._forwarding:
-                if name not in vars(cls):
-                    self._install(cls, name, _PluginAttribute(name, forward=True))
-
-    def _install(self, cls: type, name: str, attribute: Any) -> None:
-        setattr(cls, name, attribute)
-        self._installed.append((cls, name))
+                if (cls, name) in installed or name not in vars(cls):
+                    wanted[cls, name] = _PluginAttribute(name, forward=True)
+        # replaced in place, removed only when gone: a lookup in another thread never
+        # finds a name missing on the way
+        for (cls, name), attribute in wanted.items():
+            setattr(cls, name, attribute)
+        for cls, name in installed - wanted.keys():
+            delattr(cls, name)
+        self._installed = list(wanted)
 
     def add_forwarding_class(self, cls: type) -> None:
         """Register a class below the host that has its own ``__getattr__``."""
