@@ -66,6 +66,64 @@ def test_to_variants():
     assert meta.is_meta and meta["a"].is_meta
 
 
+def test_to_memory_format_applies_to_4d_and_5d_leaves_only():
+    td = TensorDict(img=torch.rand(2, 3, 4, 5), flat=torch.rand(2, 7), batch_size=[2])
+    out = td.to(memory_format=torch.channels_last)
+    assert out is not td
+    assert out["img"].is_contiguous(memory_format=torch.channels_last)
+    assert out["flat"].stride() == (7, 1)
+    volumes = TensorDict(vol=torch.rand(2, 1, 2, 3, 4), flat=torch.rand(2, 7), batch_size=[2])
+    out3d = volumes.to(memory_format=torch.channels_last_3d)
+    assert out3d["vol"].is_contiguous(memory_format=torch.channels_last_3d)
+    tensordict.assert_close(out, td)
+    cast = td.to("cpu", torch.float64, memory_format=torch.channels_last)
+    assert cast["img"].dtype == torch.float64 and cast.device == torch.device("cpu")
+    with pytest.raises(RuntimeError, match="rank 5"):  # as torch: a 4-D leaf cannot take it
+        td.to(memory_format=torch.channels_last_3d)
+
+
+def test_to_other_takes_its_device_and_shared_dtype():
+    td = make()
+    half = TensorDict(x=torch.zeros(1, dtype=torch.float16), device="meta")
+    out = td.to(other=half)
+    assert out.device == torch.device("meta") and out["a"].dtype == torch.float16
+    mixed = TensorDict(x=torch.zeros(1, dtype=torch.float16), y=torch.zeros(1))
+    assert td.to(other=mixed)["a"].dtype == torch.float32  # no shared dtype: kept
+
+
+def test_to_inplace_keeps_every_node():
+    td = make()
+    nested = td["nested"]
+    assert td.to("meta", inplace=True) is td
+    assert td["nested"] is nested and td.device == nested.device == torch.device("meta")
+    assert all(td[key].is_meta for key in LEAVES) and td["s"] == "text"
+    stack = TensorDict.lazy_stack([make(), make()])
+    parts = list(stack.tensordicts)
+    assert stack.to(torch.float64, inplace=True) is stack
+    assert stack.tensordicts == parts and parts[1]["a"].dtype == torch.float64
+
+
+def test_to_inplace_of_a_locked_node_changes_nothing():
+    td = make()
+    td["nested"].lock_()
+    before = td["a"]
+    with pytest.raises(RuntimeError, match="locked"):
+        td.to("meta", inplace=True)
+    assert td["a"] is before and td.device is None and not td["nested", "c"].is_meta
+
+
+def test_to_arguments_errors_and_accepted_options():
+    td = make()
+    with pytest.raises(TypeError, match="two devices"):
+        td.to("cpu", "meta")
+    with pytest.raises(TypeError, match="unexpected arguments.*copy"):
+        td.to("cpu", copy=True)
+    # pinning applies to a move off the CPU only; num_threads alone is accepted
+    assert td.to("meta", num_threads=2).device == torch.device("meta")
+    assert td.to(non_blocking_pin=True) is td
+    assert td.to("meta", non_blocking=None)["a"].is_meta
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_round_trip():
     td = make()

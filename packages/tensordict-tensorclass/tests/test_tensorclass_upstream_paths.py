@@ -278,6 +278,21 @@ def test_attrs_describes_every_tensor_leaf():
         td.attrs(fields=("size",))
 
 
+def test_to_attrs_moves_and_casts_each_leaf_as_described():
+    source = TensorDict({"a": torch.zeros(2, dtype=torch.float16, device="meta"),
+                         "n": {"b": torch.zeros(2, dtype=torch.int64)}}, batch_size=[2])
+    target = TensorDict({"a": torch.ones(2), "n": {"b": torch.ones(2)}, "c": torch.ones(2)},
+                        batch_size=[2], device="cpu")
+    out = target.to(source.attrs())
+    assert (out["a"].device, out["a"].dtype) == (torch.device("meta"), torch.float16)
+    assert out["n", "b"].dtype == torch.int64 and torch.equal(out["n", "b"], torch.ones(2).long())
+    assert torch.equal(out["c"], target["c"])  # not described: kept
+    assert out.device is None  # the leaves now live on two devices
+    same_device = target.to(source.attrs(fields=("dtype",)))
+    assert same_device.device == torch.device("cpu") and same_device["a"].dtype == torch.float16
+    assert target.to(source.attrs(), inplace=True) is target and target["a"].is_meta
+
+
 def test_tensor_attrs_is_a_tensorclass_of_three_fields():
     attrs = TensorAttrs(torch.device("cpu"), torch.float16, torch.Size([2]))
     assert [f.name for f in dataclasses.fields(TensorAttrs)] == [

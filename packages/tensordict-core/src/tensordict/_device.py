@@ -18,43 +18,12 @@ from typing import Any
 import torch
 
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
-from tensordict._consolidate import move_consolidated
+from tensordict._moves import adopt, move, parse_to_args, pinned
 from tensordict._pointwise import cast_leaves, map_dense
 from tensordict._reductions import reduce_fully
 from tensordict._shapes import as_device
 
 _Tensor = torch.Tensor
-
-
-def _parse_to_args(*args: Any, **kwargs: Any) -> tuple[Any, Any, Any, bool]:
-    """(device, dtype, batch_size, non_blocking) from the arguments of ``to`` (None for a
-    device or dtype not given)."""
-    device = kwargs.pop("device", None)
-    dtype = kwargs.pop("dtype", None)
-    batch_size = kwargs.pop("batch_size", None)
-    non_blocking = bool(kwargs.pop("non_blocking", False))
-    given_dtype = dtype
-    for arg in args:
-        if arg is None:  # no device: nothing to move
-            continue
-        if isinstance(arg, torch.dtype):
-            if given_dtype is not None and arg != given_dtype:
-                raise TypeError(f"to() got two dtypes: {arg} and dtype={given_dtype}")
-            dtype = arg
-        elif isinstance(arg, (str, torch.device, int)):
-            device = arg
-        elif isinstance(arg, torch.Tensor) or hasattr(arg, "batch_size"):
-            device = arg.device
-            dtype = getattr(arg, "dtype", None) if isinstance(arg, torch.Tensor) else dtype
-        else:
-            raise TypeError(f"to() does not understand the argument {arg!r} (a "
-                            f"{type(arg).__name__}): give a device, a dtype, a tensor or a "
-                            "TensorDict")
-    if dtype is not None and not isinstance(dtype, torch.dtype):
-        raise TypeError(f"to() needs a torch.dtype as dtype, got {dtype!r}")
-    if kwargs:
-        raise TypeError(f"to() got unexpected arguments {sorted(kwargs)}")
-    return device, dtype, batch_size, non_blocking
 
 
 class DeviceMixin:
@@ -65,10 +34,22 @@ class DeviceMixin:
     def to(self, *args: Any, **kwargs: Any) -> Any:
         """A TensorDict with every tensor moved to a device and/or cast to a dtype.
 
-        Accepts a device, a dtype, a tensor or TensorDict (its device), and the
-        keywords ``device``, ``dtype``, ``non_blocking`` and ``batch_size``. A ``None``
-        device moves nothing; with neither a device nor a dtype, or only the device it is
-        on, the TensorDict itself is returned (its batch size set in place if
+        Accepts a device, a dtype, a tensor (its device and dtype), a TensorDict (its
+        device) or a description of leaves from :meth:`attrs` (each leaf moved and cast
+        as the entry of the same key says), and the keywords ``device``, ``dtype``,
+        ``non_blocking``, ``batch_size``, ``memory_format`` (for the 4-D and 5-D leaves,
+        as :meth:`torch.nn.Module.to`), ``other`` (a TensorDict: its device, and its dtype
+        if its leaves share one), ``inplace`` (this TensorDict and its nested ones take the
+        results and are returned), ``non_blocking_pin`` (pin the CPU leaves first, in
+        ``num_threads`` threads, then copy them asynchronously) and ``num_threads``.
+
+        ``non_blocking`` not given copies every leaf asynchronously and, for a move from an
+        accelerator to the CPU, synchronizes once after the last copy, so the result can
+        be read at once; ``True`` leaves the synchronization to the caller; ``False``
+        copies each leaf blocking.
+
+        A ``None`` device moves nothing; with neither a device nor a dtype, or only the
+        device it is on, the TensorDict itself is returned (its batch size set in place if
         ``batch_size`` is given). Otherwise the result of a locked TensorDict is locked.
         Leaves already on the device (of the dtype) are kept, not copied.
 
@@ -78,31 +59,21 @@ class DeviceMixin:
         >>> on_cpu = td.to("cpu")
         >>> on_cpu is td, on_cpu["a"] is td["a"], on_cpu.to("cpu") is on_cpu
         (False, True, True)
+        >>> td.to("meta", inplace=True) is td, td["a"].device
+        (True, device(type='meta'))
 
         A consolidated TensorDict (see :meth:`consolidate`) moves as one buffer, and the
         result is consolidated too.
         """
-        device, dtype, batch_size, non_blocking = _parse_to_args(*args, **kwargs)
+        device, dtype, batch_size, non_blocking, options = parse_to_args(*args, **kwargs)
         if device is not None:
             device = as_device(device)
-        if device is None:
+        if options is not None:
+            out = options.apply(self, device, dtype, non_blocking)
+        elif device is None:
             out = self if dtype is None else _cast(self, dtype, None)
-        elif dtype is None:  # already there (as upstream), consolidated, or dense
-            out = self if device == self.device else move_consolidated(self, device,
-                                                                       non_blocking)
-            if out is None:
-                out = _move_dense(self, device, non_blocking)
         else:
-            out = None
-        if out is None:
-            # non_blocking only when set: each keyword costs torch's argument parser time
-            to_kwargs: dict[str, Any] = {"non_blocking": True} if non_blocking else {}
-            if device is not None:
-                to_kwargs["device"] = device
-            if dtype is not None:
-                to_kwargs["dtype"] = dtype
-            out = self._apply_nest(lambda x: x.to(**to_kwargs), filter_empty=False,
-                                   device=NO_DEFAULT if device is None else device)
+            out = move(self, device, dtype, non_blocking)
         if out is not self and self.is_locked:  # as upstream
             out.lock_()
         if batch_size is not None:
@@ -223,14 +194,24 @@ class DeviceMixin:
 
     # -- memory ----------------------------------------------------------------------------
     def pin_memory(self, num_threads: int | None = None, inplace: bool = False) -> Any:
-        """Copies of the leaves in page-locked memory (needs an accelerator).
+        """Copies of the tensor leaves in page-locked memory (needs an accelerator), from
+        which copies to the accelerator are faster and can run asynchronously. Keys
+        holding the same tensor share its pinned copy.
+
+        Args:
+            num_threads: pin the leaves in that many threads (None or 0: this thread).
+            inplace: this TensorDict and its nested ones take the pinned leaves and are
+                returned; a locked one gets the pinned values copied into its leaves, which
+                stay where they are.
 
         >>> td = TensorDict(a=torch.ones(2))
         >>> td.pin_memory()["a"].is_pinned()  # doctest: +SKIP
         True
         """
-        pinned = self._apply_nest(lambda x: x.pin_memory(), filter_empty=False)
-        return self.update(pinned) if inplace else pinned
+        out = pinned(self, num_threads)
+        if not inplace:
+            return out
+        return self if adopt(self, out) else self.update_(out)
 
     def pin_memory_(self, num_threads: int = 0) -> Any:
         """:meth:`pin_memory` replacing the leaves of this TensorDict by the pinned copies."""
@@ -356,14 +337,6 @@ def _cast(td: Any, dtype: torch.dtype,
         return td._apply_nest(cast, named=True, nested_keys=True, filter_empty=False)
     out = cast_leaves(td, dtype)  # a dense TensorDict: one _foreach call
     return td._apply_nest(lambda x: x.to(dtype), filter_empty=False) if out is None else out
-
-
-def _move_dense(td: Any, device: torch.device, non_blocking: bool) -> Any:
-    """``td.to(device)`` of a dense TensorDict (None for another collection): leaves
-    already on ``device`` are kept, as ``Tensor.to`` keeps them."""
-    def move(x: torch.Tensor) -> torch.Tensor:
-        return x if x.device == device else x.to(device, non_blocking=non_blocking)
-    return map_dense(td, move, device)
 
 
 def _total(td: Any, measure: Callable[[torch.Tensor], int], count_duplicates: bool) -> int:

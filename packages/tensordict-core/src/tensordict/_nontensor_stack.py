@@ -22,9 +22,9 @@ from typing import Any
 import torch
 
 from tensordict._collection import NO_DEFAULT, classes, register_class
-from tensordict._device import _parse_to_args
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._lazy_ops import _moves_elements, restructure
+from tensordict._moves import parse_to_args
 from tensordict._nontensor import (
     NON_TENSOR_FUNCTIONS,
     NonTensorData,
@@ -313,7 +313,7 @@ class NonTensorStack(LazyStackedTensorDict):
 
     def to(self, *args: Any, **kwargs: Any) -> NonTensorStack:
         """The stack with its device set (the objects are shared)."""
-        device = _parse_to_args(*args, **kwargs)[0]
+        device = parse_to_args(*args, **kwargs)[0]
         if device is None:
             return self
         return self._each("to", as_device(device))

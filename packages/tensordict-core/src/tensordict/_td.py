@@ -64,7 +64,8 @@ class TensorDict(MapMixin, TensorDictBase):
             leading shape).
         device: if given, every value written is moved there.
         names: one name (or None) per batch dim.
-        non_blocking: passed to the device moves of the values.
+        non_blocking: passed to the device moves of the values; by default the copies
+            to a CUDA device are asynchronous (ordered on its stream), the others blocking.
         lock: lock the result (see :meth:`lock_`).
 
     >>> td = TensorDict(a=torch.zeros(3, 4), b="text", batch_size=[3])
@@ -105,7 +106,8 @@ class TensorDict(MapMixin, TensorDictBase):
         if entries.__class__ is not dict and not (isinstance(entries, Mapping)
                                                   or acts_as_tensordict(entries)):
             raise ValueError(f"TensorDict source must be a mapping, got {type(entries).__name__}")
-        non_blocking = bool(non_blocking)
+        if non_blocking is None:  # as to(): asynchronous copies where no wait is needed
+            non_blocking = self._device is not None and self._device.type == "cuda"
         store = self._tensordict
         size = self._batch_size
         # a tensor on no set device, whose leading dim is the one batch dim (or no batch
