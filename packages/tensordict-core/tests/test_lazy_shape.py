@@ -140,3 +140,17 @@ def test_non_tensor_data_unbinds_to_the_same_object() -> None:
     stack = lazy_stack([TensorDict(tag=NonTensorData("a", batch_size=[2]), batch_size=[2]),
                         TensorDict(tag=NonTensorData("b", batch_size=[2]), batch_size=[2])])
     assert stack.flatten().tolist() == [{"tag": "a"}] * 2 + [{"tag": "b"}] * 2
+
+
+@pytest.mark.parametrize("make", [lambda s: s.new_zeros(4), lambda s: s.new_ones(4),
+                                  lambda s: s.new_full([4], 3.0)])
+def test_new_filled_of_a_one_part_stack_has_distinct_rows(make: Callable[[Any], Any]) -> None:
+    # a one-element stack used to look like a gather of element 0: the result repeated
+    # one TensorDict four times, and a write to a row reached every row (TorchRL's
+    # SerialEnv partial steps build their result so)
+    stack = lazy_stack([TensorDict(obs=torch.tensor([5.0]))])
+    out = make(stack)
+    assert type(out) is TensorDict and out.batch_size == torch.Size([4])
+    before = out["obs"].clone()
+    out[torch.tensor([False, False, False, True])] = stack
+    assert torch.equal(out["obs"][:3], before[:3]) and out["obs"][3].item() == 5.0

@@ -44,8 +44,9 @@ _LABELS = torch.Generator().manual_seed(0)
 def _moves_elements(fn: Callable[[_Tensor], Any], positions: _Tensor) -> _Tensor | None:
     """``fn(positions)`` if ``fn`` only gathers batch elements, else None.
 
-    A gather commutes with relabelling the elements; a reduction or a scan does not. Two
-    relabellings (reversed and shuffled) tell them apart.
+    A gather commutes with relabelling the elements; a reduction, a scan or an op that
+    makes new values (``new_zeros`` of a one-element stack) does not. Two relabellings
+    (reversed and offset far from any position, and shuffled) tell them apart.
     """
     count = positions.numel()
     try:  # an index the batch cannot take (IndexError, ValueError) raises, as on a leaf
@@ -56,7 +57,7 @@ def _moves_elements(fn: Callable[[_Tensor], Any], positions: _Tensor) -> _Tensor
         if not isinstance(moved, _Tensor) or moved.dtype is not torch.int64 or (
                 moved.numel() and moved.min() < 0):
             return None
-        for labels in (torch.arange(count - 1, -1, -1),
+        for labels in (torch.arange(count - 1, -1, -1) + (1 << 40),
                        torch.randperm(count, generator=_LABELS)):
             if not torch.equal(fn(labels[positions]), labels[moved]):
                 return None
