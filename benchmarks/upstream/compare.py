@@ -70,12 +70,15 @@ def main(argv: list[str] | None = None) -> int:
     for label, python in (("ours", args.ours), ("upstream", args.upstream)):
         print(f"{label}: tensordict {which_tensordict(python)}", flush=True)
     times: dict[str, dict[str, list[float]]] = {"ours": {}, "upstream": {}}
+    errors: dict[str, str] = {}
     for round_ in range(args.rounds):
         order = [("ours", args.ours), ("upstream", args.upstream)]
         for label, python in order if round_ % 2 == 0 else order[::-1]:
             for name, seconds in run_once(python, args.script, args.only, args.budget).items():
-                if isinstance(seconds, float):  # not an "ERROR: ..." of the sweep
+                if isinstance(seconds, float):
                     times[label].setdefault(name, []).append(seconds)
+                else:  # "ERROR: ...": the workload failed under this implementation
+                    errors[f"{label}: {name}"] = seconds
         print(f"round {round_ + 1}/{args.rounds} done", flush=True)
     text, geomean = table(times["ours"], times["upstream"])
     print(text)
@@ -83,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                  for k, v in times["ours"].items() if k in times["upstream"])
     print(f"\ngeometric mean ours / upstream: {geomean:.2f} "
           f"({slower} of {len(times['ours'])} workloads slower than upstream)")
+    for name, error in errors.items():
+        print(f"not timed, {name}: {error}")
     if args.json:
         Path(args.json).write_text(json.dumps(times, indent=1))
     return 0

@@ -419,6 +419,105 @@ def _memmap_rows():
     return lambda: loaded[index]
 
 
+# -- devices (with CUDA only) -------------------------------------------------------------------
+def _synced(fn: Callable[[], object]) -> Callable[[], object]:
+    """``fn`` followed by a CUDA synchronization, so that the time covers the copies."""
+    def call() -> object:
+        out = fn()
+        torch.cuda.synchronize()
+        return out
+    return call
+
+
+def big(leaves: int = 10, floats: int = 1 << 20) -> TensorDict:
+    """``leaves`` leaves of 4 MB each."""
+    return TensorDict({f"k{i}": torch.randn(4, floats // 4) for i in range(leaves)},
+                      batch_size=[4])
+
+
+if torch.cuda.is_available():
+    @workload("cuda: td.to('cuda') 50 small leaves")
+    def _to_cuda():
+        td = flat()
+        return _synced(lambda: td.to("cuda"))
+
+    @workload("cuda: td.to('cuda', non_blocking=True) 50 small leaves")
+    def _to_cuda_async():
+        td = flat()
+        return _synced(lambda: td.to("cuda", non_blocking=True))
+
+    @workload("cuda: td.to('cuda', non_blocking=False) 50 small leaves")
+    def _to_cuda_blocking():
+        td = flat()
+        return _synced(lambda: td.to("cuda", non_blocking=False))
+
+    @workload("cuda: pinned td.to('cuda', non_blocking=True) 50 small leaves")
+    def _pinned_to_cuda():
+        td = flat().pin_memory()
+        return _synced(lambda: td.to("cuda", non_blocking=True))
+
+    @workload("cuda: td.pin_memory() 50 small leaves")
+    def _pin():
+        td = flat()
+        return td.pin_memory
+
+    @workload("cuda: consolidated td.to('cuda') 50 small leaves")
+    def _consolidated_to_cuda():
+        td = flat().consolidate()
+        return _synced(lambda: td.to("cuda"))
+
+    @workload("cuda: TensorDict(50 cpu leaves, device='cuda')")
+    def _construct_cuda():
+        data = {f"k{i}": torch.randn(4, 3) for i in range(50)}
+        return _synced(lambda: TensorDict(data, batch_size=[4], device="cuda"))
+
+    @workload("cuda: td.to('cpu') 50 small leaves")
+    def _to_cpu():
+        td = flat().to("cuda")
+        return lambda: td.to("cpu")
+
+    @workload("cuda: td.to('cpu', non_blocking=True) + sync 50 small leaves")
+    def _to_cpu_async():
+        td = flat().to("cuda")
+        return _synced(lambda: td.to("cpu", non_blocking=True))
+
+    @workload("cuda: td.to('cuda') 10 leaves of 4 MB")
+    def _to_cuda_big():
+        td = big()
+        return _synced(lambda: td.to("cuda"))
+
+    @workload("cuda: pinned td.to('cuda', non_blocking=True) 10 leaves of 4 MB")
+    def _pinned_to_cuda_big():
+        td = big().pin_memory()
+        return _synced(lambda: td.to("cuda", non_blocking=True))
+
+    @workload("cuda: td.to('cpu') 10 leaves of 4 MB")
+    def _to_cpu_big():
+        td = big().to("cuda")
+        return lambda: td.to("cpu")
+
+    @workload("cuda: td + 1 on cuda, 50 leaves")
+    def _add_cuda():
+        td = flat().to("cuda")
+        return _synced(lambda: td + 1)
+
+    @workload("cuda: td[index] on cuda, 50 leaves")
+    def _index_cuda():
+        td, index = flat().to("cuda"), torch.tensor([0, 2], device="cuda")
+        return _synced(lambda: td[index])
+
+    @workload("cuda: torch.stack 8 cuda tds of 50 leaves")
+    def _stack_cuda():
+        tds = [flat().to("cuda") for _ in range(8)]
+        return _synced(lambda: torch.stack(tds))
+
+    @workload("cuda: TensorDictModule Linear on cuda")
+    def _module_cuda():
+        module = TensorDictModule(nn.Linear(3, 4).cuda(), in_keys=["k0"], out_keys=["out"])
+        td = flat().to("cuda")
+        return _synced(lambda: module(td))
+
+
 # -- TorchRL --------------------------------------------------------------------------------------
 def _torchrl_available() -> bool:
     try:
@@ -482,8 +581,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
-    times = {name: time_one(build, args.budget)
-             for name, build in WORKLOADS.items() if args.only in name}
+    times: dict[str, object] = {}
+    for name, build in WORKLOADS.items():
+        if args.only in name:
+            try:
+                times[name] = time_one(build, args.budget)
+            except Exception as err:  # noqa: BLE001 - compare.py lists it, the rest runs
+                times[name] = f"ERROR: {type(err).__name__}: {str(err)[:300]}"
     json.dump(times, sys.stdout, indent=1)
 
 
