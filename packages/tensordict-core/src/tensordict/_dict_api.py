@@ -44,6 +44,7 @@ from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 from tensordict._options import get_defaults_to_none
 from tensordict._plan import WritePlan, check_write
 from tensordict._pointwise import copy_matching_leaves
+from tensordict._resize_update import planned_resize
 from tensordict._restructure import RestructureMixin
 from tensordict._setitem import plan_leaf_at_index
 
@@ -335,24 +336,32 @@ class DictMixin(RestructureMixin, MetadataMixin):
                ignore_lock: bool = False) -> Any:
         """Write every entry of ``input_dict_or_td`` (sub-TensorDicts are merged).
 
-        Validates everything first: on error nothing has been written.
+        Validates everything first: on error nothing has been written. With
+        ``update_batch_size=True``, a source TensorDict of another batch size gives this
+        one (and each nested one) its batch size, provided it has every key of this one.
 
         >>> td = TensorDict({"a": {"b": torch.zeros(())}})
         >>> td.update({"a": {"c": torch.ones(())}})
         TensorDict(batch_size=[], fields={a: {b: f32[], c: f32[]}})
         """
-        self._update_plan(input_dict_or_td, clone, inplace, keys_to_update, non_blocking).run()
+        if update_batch_size and hasattr(input_dict_or_td, "batch_size"):
+            resize = planned_resize(self, input_dict_or_td, clone, inplace, keys_to_update)
+            if resize is not None:
+                resize.run()
+                return self
+        self._update_plan(input_dict_or_td, clone, inplace, keys_to_update, non_blocking,
+                          update_batch_size).run()
         return self
 
     def _update_plan(self, source: Any, clone: bool, inplace: bool,
-                     keys_to_update: Sequence[NestedKey] | None, non_blocking: bool
-                     ) -> WritePlan:
-        """The checked writes of :meth:`update`."""
+                     keys_to_update: Sequence[NestedKey] | None, non_blocking: bool,
+                     resize: bool = False) -> WritePlan:
+        """The checked writes of :meth:`update` (``resize``: its ``update_batch_size``)."""
         allowed = None
         if keys_to_update is not None:
             allowed = {key_to_path(k) for k in keys_to_update}
         plan = WritePlan()
-        writes = self._plan_update(source, (), allowed, clone, inplace)
+        writes = self._plan_update(source, (), allowed, clone, inplace, resize)
         plan.call(self._write_entries, writes, inplace, non_blocking)
         return plan
 
@@ -361,7 +370,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
         """Write the validated ``(parent path, key, value)`` of ``writes``, creating the
         missing levels."""
         for parent_path, key, value in writes:
-            if value.__class__ is WritePlan:  # the checked writes into a lazy stack
+            if value.__class__ is WritePlan:  # checked writes: into a lazy stack, a resize
                 value.run()
                 continue
             parent = self._parent_of(parent_path + (key,), create=True) if parent_path else self
@@ -369,8 +378,8 @@ class DictMixin(RestructureMixin, MetadataMixin):
                             non_blocking=non_blocking)
 
     def _plan_update(self, source: Any, prefix: tuple[str, ...],
-                     allowed: set[tuple[str, ...]] | None, clone: bool, inplace: bool = False
-                     ) -> list[tuple[tuple[str, ...], str, Any]]:
+                     allowed: set[tuple[str, ...]] | None, clone: bool, inplace: bool = False,
+                     resize: bool = False) -> list[tuple[tuple[str, ...], str, Any]]:
         """Validated ``(parent path, key, value)`` writes for :meth:`update` (each one
         allowed by the locks and, in place, fitting the entry it overwrites)."""
         is_mapping = isinstance(source, Mapping) or acts_as_tensordict(source)
@@ -394,7 +403,14 @@ class DictMixin(RestructureMixin, MetadataMixin):
                                    target._update_plan(value, clone, inplace, below, False)))
                     continue
                 if is_sub_tensordict(target):
-                    writes += self._plan_update(value, path, allowed, clone, inplace)
+                    planned = None
+                    if resize and hasattr(value, "batch_size") and allowed is None:
+                        planned = planned_resize(target, value, clone, inplace)
+                    if planned is not None:  # the nested TensorDict takes value's batch size
+                        writes.append((path[:-1], path[-1], planned))
+                    else:
+                        writes += self._plan_update(value, path, allowed, clone, inplace,
+                                                    resize)
                     continue
             if allowed is not None and not any(path[: len(a)] == a for a in allowed):
                 continue
