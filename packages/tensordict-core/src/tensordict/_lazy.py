@@ -498,11 +498,12 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
         return self
 
     def _update_plan(self, source: Any, clone: bool, inplace: bool,
-                     keys_to_update: Sequence[NestedKey] | None, non_blocking: bool
-                     ) -> WritePlan:
+                     keys_to_update: Sequence[NestedKey] | None, non_blocking: bool,
+                     resize: bool = False) -> WritePlan:
         """:meth:`update`: each part takes its slice of the input; every part's writes are
         checked before the first one. A TensorDict of tensors is unbound leaf by leaf and,
-        into TensorDict parts, merged without further checks (as ``TensorDict.update``)."""
+        into TensorDict parts, merged without further checks (as ``TensorDict.update``).
+        The stack's batch size stays (``resize`` is ignored)."""
         plan = WritePlan()
         pieces = None
         if source.__class__ is TensorDict and not (clone or inplace) and keys_to_update is None:
