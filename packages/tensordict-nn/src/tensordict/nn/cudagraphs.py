@@ -35,6 +35,14 @@ def _clone_tree(value: Any) -> Any:
     return pytree.tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, value)
 
 
+def _on_cuda(args: tuple[Any, ...]) -> bool:
+    """Whether every tensor of ``args`` (in TensorDicts too) is on a CUDA device."""
+    tensors = [leaf for arg in args for leaf in
+               (arg.values(True, True) if is_tensor_collection(arg) else pytree.tree_leaves(arg))
+               if isinstance(leaf, torch.Tensor)]
+    return all(tensor.is_cuda for tensor in tensors)
+
+
 class CudaGraphModule:
     """Run ``module`` eagerly ``warmup`` times, then capture it once as a CUDA graph and
     replay that graph on later calls (inputs are copied into the captured buffers, the
@@ -47,7 +55,9 @@ class CudaGraphModule:
         device: where the graph runs (default: the current CUDA device).
 
     Shapes, dtypes and the set of keys must stay the same from call to call. On a machine
-    without CUDA every call is eager (a ``UserWarning`` says so once, at construction).
+    without CUDA every call is eager (a ``UserWarning`` says so once, at construction), and
+    so is every call of a module whose first inputs are not all on a CUDA device (a graph
+    would replay the GPU work only, and return stale results of the CPU work).
 
     >>> import warnings
     >>> with warnings.catch_warnings(record=True) as caught:
@@ -81,6 +91,11 @@ class CudaGraphModule:
             return self.module(*args, **kwargs)
         if kwargs:
             raise TypeError("CudaGraphModule takes positional inputs only")
+        if self._calls == 0 and not _on_cuda(args):
+            warnings.warn("CudaGraphModule: the inputs are not all on a CUDA device, the module "
+                          "runs eagerly (no graph is captured)", UserWarning, stacklevel=2)
+            self.eager = True
+            return self.module(*args)
         if self._calls < self.warmup:
             self._calls += 1
             stream = torch.cuda.Stream(device=self.device)
