@@ -1,5 +1,6 @@
 """Device moves (CUDA only: skipped without it) beside the same copies on a plain dict of
-tensors. Every timed call synchronizes, so the times cover the copies themselves.
+tensors. Every timed call synchronizes, so the times cover the copies themselves. Each
+size is its own group ("small": 50 leaves of 12 floats, "big": 10 leaves of 4 MB).
 """
 
 import pytest
@@ -31,42 +32,42 @@ def on_gpu():
 
 
 @pytest.mark.parametrize("size", ["small", "big"])
-@pytest.mark.benchmark(group="to cuda")
 def test_to_cuda(benchmark, size):
+    benchmark.group = f"to cuda {size}"
     td = TensorDict(SMALL if size == "small" else BIG, batch_size=[4])
     benchmark(synced(lambda: td.to("cuda")))
 
 
 @pytest.mark.parametrize("size", ["small", "big"])
-@pytest.mark.benchmark(group="to cuda")
 def test_to_cuda_baseline(benchmark, size):
+    benchmark.group = f"to cuda {size}"
     data = SMALL if size == "small" else BIG
     benchmark(synced(lambda: to_each(data, "cuda")))
 
 
 @pytest.mark.parametrize("size", ["small", "big"])
-@pytest.mark.benchmark(group="to cuda")
 def test_to_cuda_non_blocking_baseline(benchmark, size):
+    benchmark.group = f"to cuda {size}"
     data = SMALL if size == "small" else BIG
     benchmark(synced(lambda: to_each(data, "cuda", non_blocking=True)))
 
 
 @pytest.mark.parametrize("size", ["small", "big"])
-@pytest.mark.benchmark(group="to cpu")
 def test_to_cpu(benchmark, size, on_gpu):
+    benchmark.group = f"to cpu {size}"
     td = TensorDict(on_gpu[size], batch_size=[4])
     benchmark(lambda: td.to("cpu"))
 
 
 @pytest.mark.parametrize("size", ["small", "big"])
-@pytest.mark.benchmark(group="to cpu")
 def test_to_cpu_baseline(benchmark, size, on_gpu):
+    benchmark.group = f"to cpu {size}"
     benchmark(lambda: to_each(on_gpu[size], "cpu"))
 
 
 @pytest.mark.parametrize("size", ["small", "big"])
-@pytest.mark.benchmark(group="to cpu")
 def test_to_cpu_non_blocking_baseline(benchmark, size, on_gpu):
+    benchmark.group = f"to cpu {size}"
     benchmark(synced(lambda: to_each(on_gpu[size], "cpu", non_blocking=True)))
 
 

@@ -221,18 +221,24 @@ def pinned(td: Any, num_threads: int | None = None, *, cpu_only: bool = False) -
     """``td`` with its tensor leaves copied to page-locked memory (in ``num_threads``
     threads if given); keys holding the same tensor share its copy. With ``cpu_only``,
     leaves on another device are kept as they are."""
-    leaves = td._tensor_leaves()
-    unique = {id(leaf): leaf for leaf in leaves}
+    copies: dict[int, _Tensor] = {}  # id of a leaf -> its pinned copy
 
     def pin(x: _Tensor) -> _Tensor:
         return x if cpu_only and x.device.type != "cpu" else x.pin_memory()
 
     if num_threads:
+        unique = {id(leaf): leaf for leaf in td._tensor_leaves()}
         with ThreadPoolExecutor(num_threads) as pool:
-            copies = dict(zip(unique, pool.map(pin, unique.values())))
-    else:
-        copies = {key: pin(leaf) for key, leaf in unique.items()}
-    return td._from_leaves([copies[id(leaf)] for leaf in leaves])
+            copies.update(zip(unique, pool.map(pin, unique.values())))
+
+    def pinned_copy(x: _Tensor) -> _Tensor:
+        copy = copies.get(id(x))
+        if copy is None:
+            copy = copies[id(x)] = pin(x)
+        return copy
+
+    out = map_dense(td, pinned_copy)  # one walk of a dense TensorDict
+    return td._apply_nest(pinned_copy, filter_empty=False) if out is None else out
 
 
 def adopt(node: Any, new: Any) -> bool:
