@@ -2,8 +2,8 @@
 
 Without CUDA the module runs eagerly, with a warning at construction. The CUDA path
 follows the ``torch.cuda.graph`` recipe (warm-up calls on a side stream, one capture on
-static copies of the inputs, then copy-in / replay / copy-out) and is not exercised by
-this package's CPU-only test suite.
+static copies of the inputs, then copy-in / replay / copy-out); ``tests/test_cuda.py``
+checks it on a GPU machine.
 
 >>> import warnings
 >>> import torch
