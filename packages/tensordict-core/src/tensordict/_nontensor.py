@@ -24,6 +24,7 @@ import torch
 
 from tensordict import errors
 from tensordict._collection import TensorCollection, classes
+from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._shape_ops import ShapeOpsMixin, _shape_args, batch_dim
 from tensordict._shapes import as_device, as_size, indexed_batch_size
 
@@ -66,7 +67,7 @@ class NonTensorData(NonTensorDataBase):
     ('hello', ['hello', 'hello'], torch.Size([]))
     """
 
-    __slots__ = ("data", "_metadata", "_batch_size", "_device", "_names")
+    __slots__ = ("data", "_metadata", "_batch_size", "_device", "_names", "_is_locked")
     #: Whether new leading dims (``unsqueeze``, ``expand``) give a NonTensorStack.
     _stacks = True
 
@@ -85,6 +86,7 @@ class NonTensorData(NonTensorDataBase):
         self._batch_size = as_size(batch_size)
         self._device = as_device(device)
         self._names = None if names is None else tuple(names)
+        self._is_locked = False
 
     @property
     def batch_size(self) -> torch.Size:
@@ -120,6 +122,63 @@ class NonTensorData(NonTensorDataBase):
 
     def numel(self) -> int:
         return self._batch_size.numel()
+
+    # -- the object as the entry "data", and the lock ----------------------------------------
+    def get(self, key: Any, default: Any = None) -> Any:
+        """The object for ``key`` ``"data"``, else ``default`` (as a tensorclass field).
+
+        >>> NonTensorData("a").get("data"), NonTensorData("a").get("other", 0)
+        ('a', 0)
+        """
+        return self.data if key == "data" else default
+
+    def set(self, key: Any, item: Any, *args: Any, **kwargs: Any) -> NonTensorData:
+        """Replace the object (``key`` must be ``"data"``); returns self."""
+        if key != "data":
+            raise AttributeError(f"Cannot set the attribute {key!r}: {type(self).__name__} "
+                                 "holds its object under 'data' only")
+        if self._is_locked:
+            raise errors.locked(key=key)
+        self.data = item.data if isinstance(item, NonTensorData) else item
+        return self
+
+    def is_empty(self) -> bool:
+        """False: the entry holds an object (as upstream).
+
+        >>> NonTensorData(None).is_empty()
+        False
+        """
+        return False
+
+    def update(self, input_dict_or_td: Any, *args: Any, **kwargs: Any) -> NonTensorData:
+        """Take the object of the source's ``"data"`` entry, if it has one; returns self."""
+        if "data" in input_dict_or_td.keys():
+            self.set("data", input_dict_or_td["data"])
+        return self
+
+    @property
+    def is_locked(self) -> bool:
+        """Whether :meth:`set` is refused (a locked TensorDict locks its entries).
+
+        >>> NonTensorData("a").lock_().is_locked
+        True
+        """
+        return bool(self._is_locked)
+
+    def lock_(self) -> NonTensorData:
+        self._is_locked = True
+        return self
+
+    def unlock_(self) -> NonTensorData:
+        if self._is_locked == LOCKED_BY_PARENT:
+            raise errors.LockedTensorDictError(
+                "Cannot unlock a NonTensorData held by a locked TensorDict: unlock the "
+                "TensorDict holding it instead.")
+        self._is_locked = False
+        return self
+
+    def _propagate_lock(self, locked: Any) -> None:
+        self._is_locked = locked
 
     def _rebatch(self, batch_size: torch.Size, device: Any = None,
                  names: Any = None) -> NonTensorData:

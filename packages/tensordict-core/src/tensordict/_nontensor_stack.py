@@ -389,10 +389,13 @@ def stack_non_tensor(items: Sequence[Any], dim: int = 0, *, out: Any = None) -> 
 
 
 def cat_non_tensor(items: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:
-    """Concatenate non-tensor data along ``dim``; every element is kept.
+    """Concatenate non-tensor data along ``dim``; every element is kept. Entries that
+    all hold equal objects give one ``NonTensorData`` (as upstream).
 
     >>> cat_non_tensor([NonTensorStack("a"), NonTensorData("b", batch_size=[2])]).tolist()
     ['a', 'b', 'b']
+    >>> cat_non_tensor([NonTensorData("a", batch_size=[2])] * 2)
+    NonTensorData(data=a, batch_size=torch.Size([4]), device=None)
     """
     items = list(items)
     if not all(is_non_tensor(item) for item in items):
@@ -404,7 +407,7 @@ def cat_non_tensor(items: Sequence[Any], dim: int = 0, *, out: Any = None) -> An
     dim %= ndim
     size = list(items[0].batch_size)
     size[dim] = sum(item.batch_size[dim] for item in items)
-    merged = merged_non_tensor(items, torch.Size(size), False)
+    merged = merged_non_tensor(items, torch.Size(size), True)
     if merged is not None:
         return merged
     if dim == 0:

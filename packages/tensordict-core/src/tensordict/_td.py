@@ -266,7 +266,8 @@ class TensorDict(MapMixin, TensorDictBase):
         self._is_locked = locked
         inherited = LOCKED_BY_PARENT if locked else False
         for entry in self._tensordict.values():
-            if acts_as_tensordict(entry):
+            if entry.__class__ is not _Tensor and (
+                    acts_as_tensordict(entry) or getattr(entry, "_is_non_tensor", False)):
                 entry._propagate_lock(inherited)
 
     # -- reading -----------------------------------------------------------------------
