@@ -206,3 +206,22 @@ def test_rebatch_with_the_parent_batch_size():
     assert flat["tags"] == [["a", "a"], ["b", "b"]]
     with pytest.raises(RuntimeError, match="cannot give a NonTensorStack"):
         flat.get("tags")._rebatch(torch.Size([3]))
+
+
+def test_fast_apply_with_others_hands_differing_objects_to_fn():
+    # TorchRL's batched envs: the non-tensor leaves go to fn when is_leaf says so, even
+    # with a batch size given (the same one), and x[mask] of per-element objects works
+    from tensordict._keys import is_leaf_nontensor
+
+    def make() -> TensorDict:
+        return TensorDict(obs=torch.arange(3.0), s=NonTensorStack("a", "b", "c"),
+                          batch_size=[3])
+
+    td, seen = make(), []
+    out = td._fast_apply(lambda x, y: seen.append(type(x).__name__) or x.clone(), make(),
+                         batch_size=td.batch_size, is_leaf=is_leaf_nontensor, default=None)
+    assert seen == ["Tensor", "NonTensorStack"] and out["s"] == ["a", "b", "c"]
+    mask = torch.tensor([True, False, True])
+    picked = td._fast_apply(lambda x, y: x[mask], make(), default=None,
+                            batch_size=torch.Size([2]))
+    assert picked["s"] == ["a", "c"] and torch.equal(picked["obs"], torch.tensor([0.0, 2.0]))

@@ -87,6 +87,7 @@ class TraverseMixin:
             return self._map_leaves(fn, batch_size, names, device, filter_empty, prefix,
                                     check_shapes)
         parent_ndim = len(self._batch_size)
+        reshaping = batch_size is not None and batch_size != self._batch_size
         out: dict[str, Any] = {}
         kept = 0
         own_plan = inplace and plan is None
@@ -117,12 +118,20 @@ class TraverseMixin:
                 elif value.__class__ is UnbatchedTensor:  # batch ops leave it as is
                     new = value._rebatch(batch_size)
                 elif (call_on_nested or (is_leaf is not None and is_leaf(type(value)))) and not (
-                        batch_size is not None and getattr(value, "_is_non_tensor", False)):
+                        reshaping and getattr(value, "_is_non_tensor", False)):
                     # non-tensor data go to fn too, except in shape ops (moved with the batch)
                     new = fn(*key_arg, value, *other_values) if named else fn(value,
                                                                               *other_values)
                 elif getattr(value, "_is_non_tensor", False):
-                    new = _moved_non_tensor(value, fn, batch_size, parent_ndim, device)
+                    try:
+                        new = _moved_non_tensor(value, fn, batch_size, parent_ndim, device)
+                    except (RuntimeError, TypeError):
+                        if not others:
+                            raise
+                        # fn (of the others' entries too) is no shape op to replay on the
+                        # batch, as for x[mask] of differing objects: it gets the entry
+                        new = fn(*key_arg, value, *other_values) if named else fn(
+                            value, *other_values)
                 else:
                     child_size, child_names = _child_shape(value, batch_size, names,
                                                            parent_ndim)
