@@ -23,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -64,7 +63,7 @@ def parse_to_args(*args: Any, **kwargs: Any) -> tuple[Any, Any, Any, bool | None
         elif isinstance(arg, _Tensor):
             device, dtype = arg.device, arg.dtype
         elif hasattr(arg, "batch_size"):
-            if describes_leaves(arg):  # td.to(source.attrs())
+            if leaf_descriptions(arg):  # td.to(source.attrs())
                 options = options or ToOptions()
                 options.leaf_targets = arg
             else:
@@ -91,11 +90,16 @@ def move(td: Any, device: torch.device | None, dtype: torch.dtype | None,
     if non_blocking is None and torch.compiler.is_compiling():
         non_blocking = False  # as upstream: blocking copies under torch.compile
     copy_async = non_blocking is not False
+    # a default move to the host waits for the accelerators it read, once, at the end
+    read = set() if non_blocking is None and device is not None and device.type != "cuda" \
+        else None
     out = None
     if same_dtype:
         out = move_consolidated(td, device, copy_async)
+        if out is not None and read is not None:  # one copy of the storage the leaves view
+            read.update(leaf.device.type for leaf in td._tensor_leaves()[:1])
         if out is None:
-            out = _move_dense(td, device, copy_async)
+            out = _move_dense(td, device, copy_async, read)
     if out is None:
         # non_blocking only when set: each keyword costs torch's argument parser time
         to_kwargs: dict[str, Any] = {"non_blocking": True} if copy_async else {}
@@ -103,37 +107,41 @@ def move(td: Any, device: torch.device | None, dtype: torch.dtype | None,
             to_kwargs["device"] = device
         if dtype is not None:
             to_kwargs["dtype"] = dtype
-        if memory_format is None:
-            def fn(x: _Tensor) -> _Tensor:
-                return x.to(**to_kwargs)
-        else:  # as nn.Module.to: the memory format of the 4-D and 5-D leaves
-            def fn(x: _Tensor) -> _Tensor:
-                if x.dim() in (4, 5):
-                    return x.to(**to_kwargs, memory_format=memory_format)
-                return x.to(**to_kwargs)
+        # as nn.Module.to: the memory format of the 4-D and 5-D leaves only
+        formatted = None if memory_format is None else dict(to_kwargs,
+                                                            memory_format=memory_format)
+
+        def fn(x: _Tensor) -> _Tensor:
+            if read is not None:
+                read.add(x.device.type)
+            if formatted is not None and x.dim() in (4, 5):
+                return x.to(**formatted)
+            return x.to(**to_kwargs)
+
         out = td._apply_nest(fn, filter_empty=False,
                              device=NO_DEFAULT if device is None else device)
-    if non_blocking is None and device is not None:
-        wait_for_host_copies(td, (device,))
+    if read:
+        synchronize(read)
     return out
 
 
-def _move_dense(td: Any, device: torch.device, non_blocking: bool) -> Any:
+def _move_dense(td: Any, device: torch.device, non_blocking: bool,
+                read: set[str] | None) -> Any:
     """``td.to(device)`` of a dense TensorDict (None for another collection): leaves
-    already on ``device`` are kept, as ``Tensor.to`` keeps them."""
+    already on ``device`` are kept, as ``Tensor.to`` keeps them; the device types copied
+    from are added to ``read`` (if given)."""
     def fn(x: _Tensor) -> _Tensor:
-        return x if x.device == device else x.to(device, non_blocking=non_blocking)
+        if x.device == device:
+            return x
+        if read is not None:
+            read.add(x.device.type)
+        return x.to(device, non_blocking=non_blocking)
     return map_dense(td, fn, device)
 
 
-def wait_for_host_copies(source: Any, targets: Iterable[torch.device]) -> None:
-    """Synchronize the accelerators ``source``'s leaves are on, unless every target is a
-    CUDA device (whose stream orders the copies before any later kernel)."""
-    if all(target.type == "cuda" for target in targets):
-        return
-    kinds = ({source.device.type} if source.device is not None
-             else {leaf.device.type for leaf in source._tensor_leaves()})
-    for kind in kinds - {"cpu", "meta"}:
+def synchronize(device_types: set[str]) -> None:
+    """Wait for every accelerator among ``device_types`` (the CPU and meta need nothing)."""
+    for kind in device_types - {"cpu", "meta"}:
         getattr(torch, kind).synchronize()
 
 
@@ -175,45 +183,37 @@ class ToOptions:
         return td
 
 
-def describes_leaves(collection: Any) -> bool:
-    """Whether ``collection`` is a description of leaves (``td.attrs()``): it holds a
-    :class:`~tensordict.TensorAttrs` (an object with ``tgt_device`` and ``tgt_dtype``)."""
-    for value in collection.values():
-        if hasattr(value, "tgt_device") and hasattr(value, "tgt_dtype"):
-            return True
-        if is_tensor_collection(value) and not getattr(value, "_is_non_tensor", False) \
-                and describes_leaves(value):
-            return True
-    return False
-
-
 def _cast_per_leaf(td: Any, described: Any, non_blocking: bool | None) -> Any:
     """Each leaf of ``td`` moved and cast as the entry of the same key in ``described``
     (a :meth:`attrs` result) says; leaves it does not describe are kept."""
     copy_async = non_blocking is not False
-    targets = {spec.tgt_device for spec in _descriptions(described)} - {None}
+    targets = {spec.tgt_device for spec in leaf_descriptions(described)} - {None}
+    read: set[str] = set()
 
     def cast(key: Any, x: _Tensor) -> _Tensor:
         spec = described.get(key, None)
         if spec is None:
             return x
+        read.add(x.device.type)
         return x.to(device=spec.tgt_device, dtype=spec.tgt_dtype, non_blocking=copy_async)
 
     stays = targets <= {td.device}
     out = td._apply_nest(cast, named=True, nested_keys=True, filter_empty=False,
                          device=NO_DEFAULT if stays else None)
-    if non_blocking is None and targets:
-        wait_for_host_copies(td, targets)
+    if non_blocking is None and not all(target.type == "cuda" for target in targets):
+        synchronize(read)
     return out
 
 
-def _descriptions(described: Any) -> list[Any]:
+def leaf_descriptions(described: Any) -> list[Any]:
+    """The :class:`~tensordict.TensorAttrs` (objects with ``tgt_device`` and ``tgt_dtype``)
+    in a collection: non-empty for a ``td.attrs()`` result."""
     found = []
     for value in described.values():
-        if hasattr(value, "tgt_device"):
+        if hasattr(value, "tgt_device") and hasattr(value, "tgt_dtype"):
             found.append(value)
         elif is_tensor_collection(value) and not getattr(value, "_is_non_tensor", False):
-            found.extend(_descriptions(value))
+            found.extend(leaf_descriptions(value))
     return found
 
 
