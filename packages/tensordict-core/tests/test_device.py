@@ -66,6 +66,16 @@ def test_to_variants():
     assert meta.is_meta and meta["a"].is_meta
 
 
+def test_to_rejects_copy_and_a_dtype_beside_attrs():
+    td = TensorDict(a=torch.zeros(2), batch_size=[2])
+    with pytest.raises(RuntimeError, match="copy"):
+        td.to("cpu", copy=True)
+    with pytest.raises(TypeError, match="attrs"):
+        td.to(td.attrs(), dtype=torch.float64)
+    moved = td.to(td.double().attrs())  # each leaf as described
+    assert moved["a"].dtype == torch.float64 and td["a"].dtype == torch.float32
+
+
 def test_to_memory_format_applies_to_4d_and_5d_leaves_only():
     td = TensorDict(img=torch.rand(2, 3, 4, 5), flat=torch.rand(2, 7), batch_size=[2])
     out = td.to(memory_format=torch.channels_last)
@@ -116,8 +126,8 @@ def test_to_arguments_errors_and_accepted_options():
     td = make()
     with pytest.raises(TypeError, match="two devices"):
         td.to("cpu", "meta")
-    with pytest.raises(TypeError, match="unexpected arguments.*copy"):
-        td.to("cpu", copy=True)
+    with pytest.raises(TypeError, match="unexpected arguments.*bogus"):
+        td.to("cpu", bogus=True)
     # pinning applies to a move off the CPU only; num_threads alone is accepted
     assert td.to("meta", num_threads=2).device == torch.device("meta")
     assert td.to(non_blocking_pin=True) is td

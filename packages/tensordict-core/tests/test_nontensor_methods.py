@@ -1,6 +1,8 @@
 """NonTensorData has the TensorDict methods, as upstream's tensorclass has them: they act on
 its batch (it holds no tensor entry) and keep its object."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -68,3 +70,11 @@ def test_cat_of_equal_objects_is_one_entry():
     assert type(joined) is NonTensorData and joined.batch_size == torch.Size([4])
     assert torch.cat([data, NonTensorData("run", batch_size=[2])]).tolist() == [
         "walk", "walk", "run", "run"]
+
+
+def test_dataclass_fields_as_upstream_tensorclass():
+    data = NonTensorData("a", batch_size=[2])
+    assert [f.name for f in dataclasses.fields(data)] == ["data", "_metadata", "_is_non_tensor"]
+    with pytest.warns(DeprecationWarning, match="dataclasses.fields"):
+        assert data.fields() == dataclasses.fields(NonTensorData)
+    assert dataclasses.replace(data, data="b").data == "b"

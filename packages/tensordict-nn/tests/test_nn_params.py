@@ -92,6 +92,16 @@ def test_module_to_casts_in_place():
     assert params["step"].dtype == torch.long
 
 
+def test_to_in_place_keeps_each_parameter():
+    params = make_params()
+    w, b = params["w"], params["n", "b"]
+    assert params.to(torch.float64, inplace=True) is params
+    assert params["w"] is w and params["n", "b"] is b
+    assert w.dtype == b.dtype == torch.float64 and type(w) is nn.Parameter
+    assert params["step"].dtype == torch.float64  # a cast of every leaf, as TensorDict.to
+    assert [p is q for p, q in zip(params.parameters(), (w, b))] == [True, True]
+
+
 def test_out_of_place_ops_return_tensordict_copies_return_params():
     params = make_params()
     assert type(params.apply(lambda x: x + 1)) is TensorDict

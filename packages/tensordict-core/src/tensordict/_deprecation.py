@@ -8,6 +8,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 from collections.abc import Callable, Mapping
@@ -130,3 +131,20 @@ def deprecated_attributes(module: str, attributes: Mapping[str, tuple[Any, str |
         return value
 
     return __getattr__
+
+
+def deprecated_fields(cls: type) -> tuple[dataclasses.Field, ...]:
+    """``cls.fields()`` of a tensorclass (``NonTensorData`` included), deprecated as
+    upstream: :func:`dataclasses.fields` of the class. Tensorclasses bind it as a
+    classmethod.
+
+    >>> import warnings
+    >>> from tensordict import NonTensorData
+    >>> with warnings.catch_warnings(record=True):
+    ...     warnings.simplefilter("always")
+    ...     [field.name for field in NonTensorData("a").fields()]
+    ['data', '_metadata', '_is_non_tensor']
+    """
+    warn_deprecated("TensorClass.fields()", removal="0.17",
+                    replacement="dataclasses.fields(cls)")
+    return dataclasses.fields(cls)

@@ -45,6 +45,9 @@ def parse_to_args(*args: Any, **kwargs: Any) -> tuple[Any, Any, Any, bool | None
     dtype = kwargs.pop("dtype", None)
     batch_size = kwargs.pop("batch_size", None)
     non_blocking = kwargs.pop("non_blocking", None)
+    if "copy" in kwargs:  # as upstream: a move copies only what changes
+        raise RuntimeError(".to() does not accept copy argument: a TensorDict moves or casts "
+                           "only the leaves that change (use clone() for a copy)")
     if non_blocking is not None:
         non_blocking = bool(non_blocking)
     options = ToOptions.pop_from(kwargs) if kwargs else None
@@ -72,6 +75,10 @@ def parse_to_args(*args: Any, **kwargs: Any) -> tuple[Any, Any, Any, bool | None
             raise TypeError(f"to() does not understand the argument {arg!r} (a "
                             f"{type(arg).__name__}): give a device, a dtype, a tensor or a "
                             "TensorDict")
+    if options is not None and options.leaf_targets is not None and \
+            (device is not None or dtype is not None):
+        raise TypeError("to(td.attrs()) takes each leaf's device and dtype from the "
+                        f"description: no device or dtype as well (got {device!r}, {dtype!r})")
     if options is not None and options.other is not None:
         device = options.other.device if device is None else device
         dtype = options.other.dtype or dtype  # as upstream: other's shared dtype wins

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -24,6 +25,7 @@ import torch
 
 from tensordict import errors
 from tensordict._collection import TensorCollection, classes
+from tensordict._deprecation import deprecated_fields
 from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._shape_ops import ShapeOpsMixin, _shape_args, batch_dim
 from tensordict._shapes import as_device, as_size, indexed_batch_size
@@ -44,6 +46,16 @@ class LinkedList(list):
 
     def __repr__(self) -> str:
         return f"LinkedList({list.__repr__(self)})"
+
+
+@dataclasses.dataclass
+class _NonTensorFields:
+    """The dataclass fields of :class:`NonTensorData`, as upstream's tensorclass declares
+    them: ``dataclasses.fields(data)`` reads them."""
+
+    data: Any
+    _metadata: dict | None = None
+    _is_non_tensor: bool = True
 
 
 class NonTensorDataBase(TensorCollection):
@@ -68,6 +80,8 @@ class NonTensorData(NonTensorDataBase):
     """
 
     __slots__ = ("data", "_metadata", "_batch_size", "_device", "_names", "_is_locked")
+    __dataclass_fields__ = _NonTensorFields.__dataclass_fields__
+    fields = classmethod(deprecated_fields)
     #: Whether new leading dims (``unsqueeze``, ``expand``) give a NonTensorStack.
     _stacks = True
 

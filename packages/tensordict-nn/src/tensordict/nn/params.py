@@ -260,7 +260,18 @@ class TensorDictParams(TensorDictBase, nn.Module):
         return self.clone()
 
     def to(self, *args: Any, **kwargs: Any) -> TensorDictParams:  # type: ignore[override]
-        """A TensorDictParams with the parameters moved / cast (``TensorDict.to``)."""
+        """A TensorDictParams with the parameters moved / cast (``TensorDict.to``); with
+        ``inplace=True``, this one, whose parameters keep their identity (as
+        ``nn.Module.to``).
+
+        >>> params = TensorDictParams(TensorDict(w=torch.zeros(2)))
+        >>> w = params["w"]
+        >>> params.to(torch.float64, inplace=True)["w"] is w, w.dtype
+        (True, torch.float64)
+        """
+        if kwargs.pop("inplace", False):
+            moved = self._param_td.to(*args, **kwargs)
+            return self._convert_leaves(lambda key, _: moved.get(key))
         out = self._param_td.to(*args, **kwargs)
         return self if out is self._param_td else self._rewrapped(out)
 
@@ -268,10 +279,18 @@ class TensorDictParams(TensorDictBase, nn.Module):
                recurse: bool = True) -> TensorDictParams:
         """What ``nn.Module.to`` / ``.double()``... of an enclosing module do: convert
         every leaf (and gradient) in place, keeping the tensor objects when possible."""
+        return self._convert_leaves(lambda _, leaf: fn(leaf), fn)
+
+    def _convert_leaves(self, new_leaf: Callable[[NestedKey, torch.Tensor], torch.Tensor],
+                        convert_grad: Callable[[torch.Tensor], torch.Tensor] | None = None
+                        ) -> TensorDictParams:
+        """Give each leaf the data ``new_leaf(key, leaf)``, in place where the tensor
+        kinds allow it (else a new parameter under the key), and its gradient
+        ``convert_grad(grad)``."""
         for key, old in list(self._param_td.items(True, True)):
             if not isinstance(old, torch.Tensor):
                 continue
-            new = fn(old)
+            new = new_leaf(key, old)
             if new is not old:
                 if torch._has_compatible_shallow_copy_type(old, new) and \
                         not torch.__future__.get_overwrite_module_params_on_conversion():
@@ -279,8 +298,8 @@ class TensorDictParams(TensorDictBase, nn.Module):
                         old.data = new
                 else:
                     self._param_td.set(key, _as_leaf(_same_kind(new, old), False))
-            if old.grad is not None:
-                grad = fn(old.grad)
+            if convert_grad is not None and old.grad is not None:
+                grad = convert_grad(old.grad)
                 if torch._has_compatible_shallow_copy_type(old.grad, grad):
                     old.grad.data = grad
                 else:

@@ -18,7 +18,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -27,6 +26,7 @@ from torch.utils.data._utils.collate import default_collate_fn_map
 
 from tensordict import TensorCollection, TensorDict, TensorDictBase
 from tensordict._base import NO_DEFAULT
+from tensordict._deprecation import deprecated_fields
 from tensordict._nontensor import unwrap_non_tensor
 from tensordict.tensorclasses import _fields
 from tensordict.tensorclasses._dtype import install_casts
@@ -330,16 +330,7 @@ class TensorClassBase(Wrapper):
             raise AttributeError(f"'{type(td).__name__}' object has no attribute 'extend'")
         td.extend(unwrap((tensordict,), [])[0])
 
-    @classmethod
-    def fields(cls) -> tuple[dataclasses.Field, ...]:
-        """The dataclass fields (deprecated: use :func:`dataclasses.fields`)."""
-        warnings.warn(
-            "TensorClass.fields() is deprecated and will be removed in TensorDict 0.17. "
-            "Use dataclasses.fields(cls) instead.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return dataclasses.fields(cls)  # type: ignore[arg-type]
+    fields = classmethod(deprecated_fields)  # deprecated: dataclasses.fields(cls)
 
     # -- conversions ------------------------------------------------------------------------
     @classmethod
