@@ -56,6 +56,40 @@ def permutation(td: Any, dims: Sequence[Any]) -> list[int]:
     return order
 
 
+class _LeafShapes(dict):
+    """The shape a leaf of each shape takes when its ``ndim`` batch dims become ``lead``,
+    computed once per distinct leaf shape (slicing a ``torch.Size`` is slow).
+
+    >>> _LeafShapes((2, 2), 1)[torch.Size([4, 3])]
+    (2, 2, 3)
+    """
+
+    __slots__ = ("_lead", "_ndim")
+
+    def __init__(self, lead: tuple[int, ...], ndim: int) -> None:
+        super().__init__()
+        self._lead, self._ndim = lead, ndim
+
+    def __missing__(self, shape: torch.Size) -> tuple[int, ...]:
+        full = self[shape] = (*self._lead, *shape[self._ndim:])
+        return full
+
+
+def rebatched(method: Callable[..., _Tensor], lead: tuple[int, ...],
+              ndim: int) -> Callable[[_Tensor], _Tensor]:
+    """``x -> method(x, *lead, *x.shape[ndim:])``: a shape op (``view``, ``reshape``,
+    ``expand``) replacing a leaf's ``ndim`` batch dims by ``lead``, its sizes passed as
+    plain ints (the fastest arguments for torch to parse).
+
+    >>> rebatched(torch.Tensor.view, (2, 2), 1)(torch.zeros(4, 3)).shape
+    torch.Size([2, 2, 3])
+    """
+    if torch.compiler.is_compiling():  # symbolic shapes: no memo
+        return lambda x: method(x, *lead, *x.shape[ndim:])
+    shapes = _LeafShapes(lead, ndim)
+    return lambda x: method(x, *shapes[x.shape])
+
+
 def _shape_args(args: Sequence[Any]) -> list[int]:
     """``(2, 3)``, ``((2, 3),)`` or ``(torch.Size([2, 3]),)`` as a list of ints."""
     if len(args) == 1 and isinstance(args[0], (Sequence, torch.Size)):
@@ -208,9 +242,8 @@ class ShapeOpsMixin:
         new = _infer_size(_shape_args(shape), self.batch_size)
         if new == self.batch_size:
             return self
-        ndim = len(self.batch_size)
-        lead = tuple(new)  # plain ints as varargs: torch parses them fastest (not a Size)
-        return self._reshaped(lambda x: x.view(*lead, *x.shape[ndim:]), new, None)
+        return self._reshaped(rebatched(_Tensor.view, tuple(new), len(self.batch_size)),
+                              new, None)
 
     def reshape(self, *shape: Any, **kwargs: Any) -> Any:
         """Like :meth:`view`, copying leaves that cannot be viewed.
@@ -222,9 +255,8 @@ class ShapeOpsMixin:
         new = _infer_size(_shape_args(shape), self.batch_size)
         if new == self.batch_size:
             return self
-        ndim = len(self.batch_size)
-        lead = tuple(new)
-        return self._reshaped(lambda x: x.reshape(*lead, *x.shape[ndim:]), new, None)
+        return self._reshaped(rebatched(_Tensor.reshape, tuple(new), len(self.batch_size)),
+                              new, None)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
         """Merge the batch dims ``start_dim..end_dim`` into one.
@@ -442,12 +474,8 @@ class ShapeOpsMixin:
         if not broadcasts_to(batch, new) or any(n < 0 for n in new):
             raise RuntimeError(f"cannot expand a TensorDict of batch size {batch} to "
                                f"{list(new)}")
-        ndim = len(batch)
-        names = [None] * (len(new) - ndim) + self.names
-        lead = tuple(new)
-
-        def fn(x: _Tensor) -> _Tensor:
-            return x.expand(*lead, *x.shape[ndim:])
+        names = [None] * (len(new) - len(batch)) + self.names
+        fn = rebatched(_Tensor.expand, tuple(new), len(batch))
         fn.non_tensor_stack = non_tensor_stack  # type: ignore[attr-defined]
         return self._reshaped(fn, new, names)
 

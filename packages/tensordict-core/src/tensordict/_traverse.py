@@ -198,6 +198,10 @@ class TraverseMixin:
                     new = value._rebatch(batch_size)
                 elif getattr(value, "_is_non_tensor", False):
                     new = _moved_non_tensor(value, fn, batch_size, parent_ndim, device)
+                elif value.__class__ is own_class and len(value._batch_size) == parent_ndim:
+                    # a sub-TensorDict without extra dims: the parent's new shape, as is
+                    new = value._map_leaves(fn, batch_size, names, device, filter_empty,
+                                            prefix + (key,), check_shapes, on_leaf)
                 else:
                     child_size, child_names = _child_shape(value, batch_size, names,
                                                            parent_ndim)
@@ -218,13 +222,13 @@ class TraverseMixin:
             _raise_keyed(err, key, prefix)
         if not out and _filtered(filter_empty, bool(self._tensordict)):
             return None
-        names = _result_names(names, self._names, batch_size, parent_ndim)
+        if batch_size is None:  # the batch is kept: so are the names, unless given
+            return own_class._from_entries(
+                out, self._batch_size, self._device if device is NO_DEFAULT else device,
+                self._names if names is NO_DEFAULT else _result_names(names, None, None, 0))
         return own_class._from_entries(
-            out,
-            self._batch_size if batch_size is None else batch_size,
-            self._device if device is NO_DEFAULT else device,
-            names,
-        )
+            out, batch_size, self._device if device is NO_DEFAULT else device,
+            _result_names(names, self._names, batch_size, parent_ndim))
 
     # -- public apply family -------------------------------------------------------------
     def apply(
