@@ -173,6 +173,28 @@ def test_from_dataclass_instance_copies_the_fields():
     assert auto.batch_size == torch.Size([4])
 
 
+def test_from_dataclass_as_a_class_method():
+    @dataclasses.dataclass
+    class Pose:
+        xy: torch.Tensor
+        frame: str = "world"
+
+    class PoseTC(TensorClass):
+        xy: torch.Tensor
+        frame: str = "world"
+
+    pose = Pose(torch.ones(3, 2), frame="cam")
+    mine = PoseTC.from_dataclass(pose, batch_size=[3])  # an instance of the class
+    assert type(mine) is PoseTC and mine.frame == "cam" and mine.batch_size == (3,)
+    torch.testing.assert_close(mine.xy, pose.xy)
+    assert type(PoseTC.from_dataclass(pose, as_tensorclass=True)).__name__ == "Pose_tc"
+    plain = TensorDict.from_dataclass(pose, batch_size=[3])
+    assert type(plain) is TensorDict and plain["frame"] == "cam"
+    into = TensorDict.from_dataclass(pose, as_tensorclass=True, dest_cls=PoseTC,
+                                     auto_batch_size=True)
+    assert type(into) is PoseTC and into.batch_size == (3, 2)
+
+
 def test_from_dataclass_instance_options_and_errors():
     @dataclasses.dataclass
     class Pair:

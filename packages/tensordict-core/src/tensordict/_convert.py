@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from tensordict import plugins
 from tensordict._collection import TensorCollection, acts_as_tensordict, classes
 from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 
@@ -262,10 +263,13 @@ class ConvertMixin:
         return _build(cls, entries, batch_size, device, batch_dims, auto_batch_size)
 
     @classmethod
-    def from_dataclass(cls, dataclass: Any, *, auto_batch_size: bool = False,
-                       batch_dims: int | None = None, device: Any = None,
+    def from_dataclass(cls, dataclass: Any, *, dest_cls: type | None = None,
+                       auto_batch_size: bool = False, batch_dims: int | None = None,
+                       as_tensorclass: bool = False, device: Any = None,
                        batch_size: Any = None) -> Any:
-        """A TensorDict of the fields of a dataclass instance (nested ones too).
+        """A TensorDict of the fields of a dataclass instance (nested ones too); with
+        ``as_tensorclass`` (and the tensorclass package), an instance of the tensorclass
+        ``dest_cls``, or of a new one made from the dataclass (``<name>_tc``).
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -277,6 +281,10 @@ class ConvertMixin:
         >>> TensorDict.from_dataclass(Obs(torch.zeros(4, 2), 3), auto_batch_size=True)
         TensorDict(batch_size=[], fields={pixels: f32[4,2], step: i64[]})
         """
+        if as_tensorclass:  # the tensorclass package's conversion
+            return plugins.top_level_name("from_dataclass")(
+                dataclass, dest_cls=dest_cls, auto_batch_size=auto_batch_size,
+                batch_dims=batch_dims, batch_size=batch_size, device=device)
         if not _is_dataclass_instance(dataclass):
             raise TypeError(f"from_dataclass needs a dataclass instance, got {dataclass!r}")
         return _build(cls, _value(dataclass), batch_size, device, batch_dims,

@@ -264,8 +264,7 @@ def install_plugin_methods(base: type) -> None:
     would look them up on the TensorDict); this runs at import and whenever a tensorclass
     is built.
     """
-    names = {name for name in plugins.PROVIDED_BY
-             if name[:1].islower() and name not in ("tensorclass", "is_tensorclass")}
+    names = set(plugins.PLUGIN_METHODS)
     for mapping in plugins.plugin_manager().hook.tensordict_methods():
         names.update(mapping or ())
     for name in names - set(base.__dict__):
