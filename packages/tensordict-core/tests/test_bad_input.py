@@ -440,10 +440,6 @@ case("stack into out with a leaf of the wrong shape", *_stack_into(
     lambda: TensorDict(a=_z(2, 3), n={"c": _z(2, 3, 5)}, batch_size=[2, 3]),
     lambda: [TensorDict(a=_z(3), n={"c": _z(3, 4)}, batch_size=[3])] * 2),
      RuntimeError, "'c'", "[2, 3, 4]")
-case("stack into out lacking a key", *_stack_into(
-    lambda: TensorDict(a=_z(2, 3), batch_size=[2, 3]),
-    lambda: [TensorDict(a=_z(3), n={"c": _z(3, 4)}, batch_size=[3])] * 2),
-     KeyError, "n")
 case("stack into out along dim 1, wrong batch", *_stack_into(
     lambda: TensorDict(a=_z(2, 3), batch_size=[2, 3]),
     lambda: [TensorDict(a=_z(3), batch_size=[3])] * 2, 1), RuntimeError, "[3, 2]")

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 
 import tensordict
-from tensordict import NonTensorData, NonTensorStack, TensorDict
+from tensordict import NonTensorData, NonTensorStack, TensorDict, lazy_stack
 
 
 def make(i=0.0):
@@ -67,6 +67,25 @@ def test_stack_out_and_cat_out():
     out = torch.cat(tds, 0).zero_()
     assert torch.cat(tds, 0, out=out) is out
     torch.testing.assert_close(out["nested", "c"][2:], tds[1]["nested", "c"])
+
+
+def test_stack_out_writes_only_the_entries_out_holds():
+    # as upstream (TorchRL's collectors stack steps holding more keys than their buffer)
+    steps = [TensorDict({"a": torch.full((2,), float(i)), "extra": torch.ones(2),
+                         ("n", "x"): torch.ones(2), ("n", "y"): torch.ones(2)}, [2])
+             for i in range(3)]
+    out = TensorDict(a=torch.zeros(3, 2), n=TensorDict(x=torch.zeros(3, 2), batch_size=[3, 2]),
+                     kept=torch.full((3, 2), 7.0), batch_size=[3, 2])
+    assert torch.stack(steps, 0, out=out) is out
+    assert list(out.keys(True, True)) == ["a", ("n", "x"), "kept"]
+    torch.testing.assert_close(out["a"][:, 0], torch.tensor([0.0, 1.0, 2.0]))
+    assert (out["n", "x"] == 1).all() and (out["kept"] == 7).all()
+    flat = TensorDict(a=torch.zeros(6), batch_size=[6])
+    assert sorted(torch.cat(steps, 0, out=flat).keys()) == ["a"]
+    lazy = [lazy_stack([TensorDict(a=torch.ones(()), b=torch.ones(()))] * 2) for _ in range(3)]
+    into = TensorDict(a=torch.zeros(3, 2), batch_size=[3, 2])
+    assert torch.stack(lazy, 0, out=into) is into and (into["a"] == 1).all()
+    assert list(into.keys()) == ["a"]
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1])

@@ -337,3 +337,51 @@ def test_num_samples():
 def test_generator_of_the_wrong_type_raises():
     with pytest.raises(TypeError, match="generator must be"):
         ProbabilisticTensorDictModule(in_keys=["p"], generator=1.5)
+
+
+class _Recorder(nn.Module):
+    """Writes loc, scale (and ``action``, when asked) and records the interaction type."""
+
+    def __init__(self, action: float | None = None) -> None:
+        super().__init__()
+        self.action, self.seen = action, []
+
+    def forward(self, obs):
+        self.seen.append(interaction_type())
+        out = (torch.zeros_like(obs), torch.ones_like(obs))
+        return out if self.action is None else (*out, torch.full_like(obs, self.action))
+
+
+@pytest.mark.parametrize("default", [InteractionType.RANDOM, InteractionType.DETERMINISTIC])
+def test_sequence_runs_its_modules_under_its_default_interaction_type(default):
+    recorder = _Recorder()
+    seq = ProbabilisticTensorDictSequential(
+        TensorDictModule(recorder, ["obs"], ["loc", "scale"]),
+        ProbabilisticTensorDictModule(in_keys=["loc", "scale"], out_keys=["action"],
+                                      distribution_class=D.Normal,
+                                      default_interaction_type=default))
+    td = TensorDict(obs=torch.randn(4), batch_size=[4])
+    seq(td), seq.get_dist_params(td), seq.get_dist(td)
+    assert recorder.seen == [default] * 3 and interaction_type() is None
+    with set_interaction_type(InteractionType.MODE):  # one that is set wins
+        seq(td)
+    assert recorder.seen[-1] is InteractionType.MODE
+
+
+@pytest.mark.parametrize("return_log_prob", [False, True])
+def test_sequence_keeps_a_sample_an_earlier_module_wrote(return_log_prob):
+    seq = ProbabilisticTensorDictSequential(
+        TensorDictModule(_Recorder(action=3.0), ["obs"], ["loc", "scale", "action"]),
+        ProbabilisticTensorDictModule(in_keys=["loc", "scale"], out_keys=["action"],
+                                      distribution_class=D.Normal, return_log_prob=return_log_prob,
+                                      default_interaction_type=InteractionType.RANDOM))
+    out = seq(TensorDict(obs=torch.randn(4), batch_size=[4]))
+    assert (out["action"] == 3).all()
+    if return_log_prob:  # the log-prob of the kept value
+        torch.testing.assert_close(out["action_log_prob"], D.Normal(0.0, 1.0).log_prob(
+            torch.full((4,), 3.0)))
+    # a value that only the input holds is drawn anew, as upstream
+    fresh = ProbabilisticTensorDictSequential(
+        TensorDictModule(_Recorder(), ["obs"], ["loc", "scale"]), seq[-1])
+    drawn = fresh(TensorDict(obs=torch.randn(4), action=torch.full((4,), 3.0), batch_size=[4]))
+    assert not (drawn["action"] == 3).any()

@@ -390,14 +390,15 @@ def _update_out(out: Any, result: Any) -> Any:
     """Write ``result`` (a stack or cat, of ``out``'s batch size) into ``out`` in place,
     every entry checked first."""
     plan = WritePlan()
-    _plan_into(out, result, plan, ())
+    _plan_into(out, result, plan)
     plan.run()
     return out
 
 
-def _plan_into(out: Any, result: Any, plan: WritePlan, path: tuple[str, ...]) -> None:
+def _plan_into(out: Any, result: Any, plan: WritePlan) -> None:
     """The in-place writes of ``result`` into ``out``, level by level: lazy stacks write
-    part by part (so entries that differ in shape between parts are never stacked)."""
+    part by part (so entries that differ in shape between parts are never stacked).
+    Entries ``out`` lacks are left out, as upstream."""
     if out.__class__ is classes.LazyStackedTensorDict:
         plan.extend(out._plan_update_(result, None, False, False))
         return
@@ -406,9 +407,9 @@ def _plan_into(out: Any, result: Any, plan: WritePlan, path: tuple[str, ...]) ->
         value = result._get_str(key)
         target = out._get_str(key, None)
         if target is None:
-            raise KeyError(f"out lacks the entry {path + (key,)!r}")
+            continue
         if is_tensor_collection(value) and not getattr(value, "_is_non_tensor", False):
-            _plan_into(target, value, plan, path + (key,))
+            _plan_into(target, value, plan)
         else:
             leaves[key] = value
     if leaves:
@@ -421,8 +422,9 @@ def _write_out(out: Any, tds: Sequence[Any], batch_size: torch.Size, dim: int,
     """Write the stack (or concatenation) of ``tds`` along ``dim`` into the leaves of
     ``out``: every leaf's result is computed and checked first (raising, naming the key
     and shapes, before anything is written), then all are copied at once. False, having
-    written nothing, when a lazy stack is met (see :func:`_update_out`). ``out`` may hold
-    entries the TensorDicts lack; they are left as they are."""
+    written nothing, when a lazy stack is met (see :func:`_update_out`). As upstream,
+    ``out`` may hold entries the TensorDicts lack (they are left as they are) and lack
+    entries they hold (those are not written)."""
     if out.batch_size != batch_size:
         raise RuntimeError(f"out has the batch size {list(out.batch_size)}, the result "
                            f"{list(batch_size)}")
@@ -445,7 +447,7 @@ def _collect_results(out: Any, tds: list[Any], dim: int, stacking: bool,
     for key, value in parts[0].items():
         target = mine.get(key)
         if target is None:
-            raise KeyError(f"out lacks the entry {path + (key,)!r}")
+            continue
         try:
             values = list(map(itemgetter(key), parts))
         except KeyError:

@@ -388,8 +388,8 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         if tensordict_out is None:
             tensordict_out = tensordict
         dist = self.get_dist(tensordict)
-        if not _requires_sample:
-            return tensordict_out
+        if not _requires_sample:  # draw nothing
+            return self._log_prob_of_present(tensordict, tensordict_out, dist)
         generator, writeback = self._resolve_generator(tensordict)
         sample = self._dist_sample(dist, generator=generator)
         if writeback is not None:
@@ -407,6 +407,16 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         if self.return_log_prob:
             self._write_log_prob(tensordict_out, dist, sample)
         return tensordict_out
+
+    def _log_prob_of_present(self, tensordict: TensorDictBase, out: TensorDictBase,
+                             dist: D.Distribution) -> TensorDictBase:
+        """Write into ``out``, if :attr:`return_log_prob`, the log-prob of the values
+        ``tensordict`` holds at the sample keys (as upstream, when nothing is drawn)."""
+        if self.return_log_prob:
+            values = tuple(tensordict.get(key, None) for key in self.dist_sample_keys)
+            if all(value is not None for value in values):
+                self._write_log_prob(out, dist, values if len(values) > 1 else values[0])
+        return out
 
     def _write_log_prob(self, out: TensorDictBase, dist: D.Distribution, sample: Any) -> None:
         if not isinstance(dist, CompositeDistribution):
@@ -555,7 +565,11 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
     def get_dist_params(self, tensordict: TensorDictBase,
                         tensordict_out: TensorDictBase | None = None,
                         **kwargs: Any) -> TensorDictBase:
-        """Run the deterministic part (writing the distribution's parameters)."""
+        """Run the deterministic part (writing the distribution's parameters), under
+        the :attr:`default_interaction_type` unless one is set."""
+        if _INTERACTION.get() is None:
+            with set_interaction_type(self.default_interaction_type):
+                return self.get_dist_params(tensordict, tensordict_out, **kwargs)
         if tensordict_out is not None:
             tensordict_out.update(tensordict)
             tensordict = tensordict_out
@@ -619,11 +633,38 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
     def forward(self, tensordict: TensorDictBase,
                 tensordict_out: TensorDictBase | None = None,
                 _requires_sample: bool | None = None, **kwargs: Any) -> TensorDictBase:
-        """Run the sequence (``_requires_sample=False``: stop before drawing)."""
+        """Run the sequence (``_requires_sample=False``: stop before drawing), under the
+        :attr:`default_interaction_type` unless one is set. As upstream, a value that a
+        module before the probabilistic one writes at its sample keys is kept (only its
+        log-prob is written: the last module runs with ``_requires_sample=False``).
+
+        >>> from torch.distributions import Normal
+        >>> from tensordict.nn import TensorDictModule
+        >>> seq = ProbabilisticTensorDictSequential(
+        ...     TensorDictModule(lambda x: (x, x.exp(), x + 1), ["obs"], ["loc", "scale", "act"]),
+        ...     ProbabilisticTensorDictModule(in_keys=["loc", "scale"], out_keys=["act"],
+        ...                                   distribution_class=Normal))
+        >>> seq(TensorDict(obs=torch.zeros(2), batch_size=[2]))["act"]
+        tensor([1., 1.])
+        """
+        if _INTERACTION.get() is None:
+            with set_interaction_type(self.default_interaction_type):
+                return self.forward(tensordict, tensordict_out, _requires_sample, **kwargs)
         if _requires_sample is None:
-            return self._run_modules(tensordict, tensordict_out, **kwargs)
+            if not self._samples_written_before():
+                return self._run_modules(tensordict, tensordict_out, **kwargs)
+            _requires_sample = False
         td = self.get_dist_params(tensordict, tensordict_out, **kwargs)
         return self._last_module(td, _requires_sample=_requires_sample)
+
+    def _samples_written_before(self) -> bool:
+        """Whether the modules before the (single) probabilistic one write every sample
+        key of it."""
+        if self.return_composite:
+            return False
+        written = {unravel_key(key) for module in list(self._module_iter())[:-1]
+                   for key in getattr(module, "out_keys", ())}
+        return all(unravel_key(key) in written for key in self._last_module.dist_sample_keys)
 
     def _rebuild(self, modules: list[Any]) -> TensorDictSequential:
         items = list(modules[0].values()) if modules and isinstance(modules[0], Mapping) \
