@@ -203,6 +203,26 @@ def test_gradients_flow(linear):
     assert linear.weight.grad is not None and linear.weight.grad.abs().sum() > 0
 
 
+def test_declared_out_keys_survive_an_instance_none():
+    class Loss(TensorDictModuleBase):  # as TorchRL's IQLLoss
+        in_keys = ["x"]
+        out_keys = ["loss"]
+
+        def __init__(self):
+            self._out_keys = None
+            super().__init__()
+
+        @dispatch
+        def forward(self, tensordict):
+            return TensorDict(loss=tensordict["x"].sum())
+
+    loss = Loss()
+    assert loss.out_keys == ["loss"] and loss.out_keys_source == ["loss"]
+    torch.testing.assert_close(loss(x=torch.ones(3)), torch.tensor(3.0))
+    loss.out_keys = ["other"]  # a key set on the instance wins
+    assert loss.out_keys == ["other"]
+
+
 def test_custom_base_subclass_dispatches_when_decorated():
     class Double(TensorDictModuleBase):
         in_keys = [("in", "x")]

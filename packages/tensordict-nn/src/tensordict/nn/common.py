@@ -233,11 +233,15 @@ class _OutKeysSelect:
 
 def _class_keys(cls: type, name: str) -> None:
     """Keys given as a class attribute (``in_keys = ["x"]``) become the default of the
-    private attribute behind the property of the same name."""
+    private attribute behind the property of the same name (and, for ``out_keys``, the
+    declared keys it falls back to)."""
     value = cls.__dict__.get(name)
     if isinstance(value, (str, tuple, list)):
         delattr(cls, name)
-        setattr(cls, "_" + name, _normalize_keys(value, name))
+        keys = _normalize_keys(value, name)
+        setattr(cls, "_" + name, keys)
+        if name == "out_keys":
+            cls._declared_out_keys = keys
 
 
 # -- the base ----------------------------------------------------------------------------
@@ -260,6 +264,10 @@ class TensorDictModuleBase(nn.Module):
     >>> Double()(x=torch.ones(2))
     tensor([2., 2.])
     """
+
+    #: The out keys a subclass declares as a class attribute: ``out_keys`` while the
+    #: instance's are None (as upstream, where TorchRL's losses set ``_out_keys = None``).
+    _declared_out_keys: list[NestedKey] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -289,7 +297,8 @@ class TensorDictModuleBase(nn.Module):
     @property
     def out_keys_source(self) -> list[NestedKey]:
         """All the out keys, whatever :meth:`select_out_keys` hides."""
-        return self._out_keys
+        keys = self._out_keys
+        return self._declared_out_keys if keys is None else keys
 
     @staticmethod
     def is_tdmodule_compatible(module: Any) -> bool:
