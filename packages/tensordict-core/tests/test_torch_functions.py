@@ -88,6 +88,27 @@ def test_stack_out_writes_only_the_entries_out_holds():
     assert list(into.keys()) == ["a"]
 
 
+def test_stack_out_writes_non_tensor_entries():
+    steps = [TensorDict({"a": torch.full((), float(i)), "nt": f"s{i}", "n": {"nt": f"n{i}"}}, [])
+             for i in range(3)]
+    out = TensorDict({"a": torch.zeros(3), "nt": NonTensorData("init", batch_size=[3]),
+                      "n": {"nt": NonTensorData("init", batch_size=[3])}}, [3])
+    assert torch.stack(steps, 0, out=out) is out
+    assert out["nt"] == ["s0", "s1", "s2"] and out["n", "nt"] == ["n0", "n1", "n2"]
+    out.lock_()  # a non-tensor entry is replaced: refused, before any write
+    with pytest.raises(RuntimeError, match="locked"):
+        torch.stack([step.clone().set("a", torch.tensor(9.0)) for step in steps], 0, out=out)
+    torch.testing.assert_close(out["a"], torch.tensor([0.0, 1.0, 2.0]))
+
+
+def test_lazy_stack_entry_class_stacks_nothing():
+    parts = [TensorDict({"n": {"c": torch.zeros(1, 2)}}, [1]),
+             TensorDict({"n": {"c": torch.zeros(1, 3)}}, [1])]
+    stacked = lazy_stack(parts)
+    assert stacked.entry_class(("n", "c")) is torch.Tensor  # shapes differ: no dense stack
+    assert stacked.entry_class("n") is type(stacked["n"])
+
+
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_cat_matches_leafwise(dim):
     tds = [make(i) for i in range(3)]

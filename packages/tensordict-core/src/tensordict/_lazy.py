@@ -385,6 +385,20 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
             return unwrap_non_tensor(self._get_path(index, NO_DEFAULT))
         return self._index(index)
 
+    def entry_class(self, key: NestedKey) -> type:
+        """The class of the entry at ``key``; a tensor's is read from the first part,
+        without stacking (the parts may hold it in different shapes).
+
+        >>> parts = [TensorDict(x=torch.zeros(2)), TensorDict(x=torch.zeros(3))]
+        >>> lazy_stack(parts).entry_class("x")
+        <class 'torch.Tensor'>
+        """
+        if self.tensordicts:
+            part_class = self.tensordicts[0].entry_class(key)
+            if issubclass(part_class, torch.Tensor):
+                return part_class
+        return type(self._get_path(key))
+
     def get(self, key: NestedKey, *args: Any, as_list: bool = False,
             as_padded_tensor: bool = False, as_nested_tensor: bool = False,
             padding_side: str = "right", layout: torch.layout | None = None,

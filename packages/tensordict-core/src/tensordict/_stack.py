@@ -430,15 +430,24 @@ def _write_out(out: Any, tds: Sequence[Any], batch_size: torch.Size, dim: int,
                            f"{list(batch_size)}")
     targets: list[_Tensor] = []
     results: list[_Tensor] = []
-    if not _collect_results(out, list(tds), dim, stacking, (), targets, results):
+    non_tensors: list[tuple[Any, str, Any]] = []
+    if not _collect_results(out, list(tds), dim, stacking, (), targets, results, non_tensors):
         return False
+    for node, key, _ in non_tensors:  # replaced, not written into: not in a locked node
+        if node.is_locked:
+            raise errors.locked("stack or cat non-tensor data into", key)
     copy_all(targets, results, non_blocking=False)
+    for node, key, value in non_tensors:
+        node._set_str(key, value, inplace=False, validated=True)
     return True
 
 
 def _collect_results(out: Any, tds: list[Any], dim: int, stacking: bool,
-                     path: tuple[str, ...], targets: list[_Tensor],
-                     results: list[_Tensor]) -> bool:
+                     path: tuple[str, ...], targets: list[_Tensor], results: list[_Tensor],
+                     non_tensors: list[tuple[Any, str, Any]]) -> bool:
+    """Append to ``targets`` and ``results`` each leaf of ``out`` and what to copy into
+    it, and to ``non_tensors`` ``(node, key, stacked non-tensor data)`` to set in ``out``;
+    False for a lazy stack."""
     lazy = classes.LazyStackedTensorDict
     if out.__class__ is lazy or tds[0].__class__ is lazy:
         return False
@@ -455,8 +464,11 @@ def _collect_results(out: Any, tds: list[Any], dim: int, stacking: bool,
         if isinstance(value, _Tensor):
             targets.append(target)
             results.append(_checked_result(path + (key,), target, values, dim, stacking))
-        elif not getattr(value, "_is_non_tensor", False) and not _collect_results(
-                target, values, dim, stacking, path + (key,), targets, results):
+        elif getattr(value, "_is_non_tensor", False):
+            joined = torch.stack(values, dim) if stacking else torch.cat(values, dim)
+            non_tensors.append((out, key, joined))
+        elif not _collect_results(target, values, dim, stacking, path + (key,), targets,
+                                  results, non_tensors):
             return False
     return True
 
