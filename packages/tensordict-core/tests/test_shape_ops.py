@@ -253,3 +253,12 @@ def test_longer_nested_batch_through_ops():
     torch.testing.assert_close(
         out["nested", "c"], td["nested", "c"].unsqueeze(0).expand(2, 2, 3, 4, 2)
         .reshape(4, 3, 4, 2).transpose(0, 1))
+
+
+def test_reshape_view_to_an_empty_batch_of_scalar_leaves():
+    td = TensorDict(a=torch.zeros(1), b=torch.ones(1, 3), batch_size=[1])
+    for op in (td.reshape, td.view):
+        out = op(())
+        assert out.batch_size == torch.Size([]) and out["a"].shape == torch.Size([])
+        assert out["b"].shape == torch.Size([3])
+    assert TensorDict(a=torch.zeros(()))._expand((2,), True)["a"].shape == torch.Size([2])

@@ -9,6 +9,7 @@ from tensordict.nn import (
     TensorDictModule,
     TensorDictModuleBase,
     TensorDictModuleWrapper,
+    TensorDictSequential,
     WrapModule,
     as_tensordict_module,
     dispatch,
@@ -418,3 +419,16 @@ def test_cuda_graph_module_falls_back_to_eager_with_warning(linear):
     with pytest.warns(UserWarning):
         double = CudaGraphModule(lambda x: x * 2)
     torch.testing.assert_close(double(torch.ones(2)), torch.full((2,), 2.0))
+
+
+def test_modules_holding_lambdas_pickle_by_value():
+    import pickle
+
+    def make():  # local: pickle cannot find these functions by name
+        return TensorDictSequential(
+            TensorDictModule(lambda x: x + 1, in_keys=["x"], out_keys=["y"]),
+            WrapModule(lambda td: td.set("z", td["y"] * 2), in_keys=["y"], out_keys=["z"]))
+
+    copy = pickle.loads(pickle.dumps(make()))
+    out = copy(TensorDict(x=torch.zeros(2), batch_size=[2]))
+    torch.testing.assert_close(out["z"], torch.full((2,), 2.0))

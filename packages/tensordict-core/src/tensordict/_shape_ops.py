@@ -57,8 +57,9 @@ def permutation(td: Any, dims: Sequence[Any]) -> list[int]:
 
 
 class _LeafShapes(dict):
-    """The shape a leaf of each shape takes when its ``ndim`` batch dims become ``lead``,
-    computed once per distinct leaf shape (slicing a ``torch.Size`` is slow).
+    """The sizes (arguments of ``view``...) a leaf of each shape takes when its ``ndim``
+    batch dims become ``lead``, computed once per distinct leaf shape (slicing a
+    ``torch.Size`` is slow); ``((),)`` for a 0-dim result.
 
     >>> _LeafShapes((2, 2), 1)[torch.Size([4, 3])]
     (2, 2, 3)
@@ -70,8 +71,8 @@ class _LeafShapes(dict):
         super().__init__()
         self._lead, self._ndim = lead, ndim
 
-    def __missing__(self, shape: torch.Size) -> tuple[int, ...]:
-        full = self[shape] = (*self._lead, *shape[self._ndim:])
+    def __missing__(self, shape: torch.Size) -> tuple[Any, ...]:
+        full = self[shape] = (*self._lead, *shape[self._ndim:]) or ((),)  # () for 0-dim
         return full
 
 
@@ -85,7 +86,7 @@ def rebatched(method: Callable[..., _Tensor], lead: tuple[int, ...],
     torch.Size([2, 2, 3])
     """
     if torch.compiler.is_compiling():  # symbolic shapes: no memo
-        return lambda x: method(x, *lead, *x.shape[ndim:])
+        return lambda x: method(x, (*lead, *x.shape[ndim:]))
     shapes = _LeafShapes(lead, ndim)
     return lambda x: method(x, *shapes[x.shape])
 

@@ -244,6 +244,23 @@ def _class_keys(cls: type, name: str) -> None:
             cls._declared_out_keys = keys
 
 
+class _PickledByValue:
+    """A function pickled by value (with cloudpickle): one that pickle cannot find by its
+    name, such as a lambda or a local function given as a module."""
+
+    __slots__ = ("payload",)
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        import cloudpickle  # only when pickling
+
+        self.payload = cloudpickle.dumps(function)
+
+    def load(self) -> Callable[..., Any]:
+        import cloudpickle
+
+        return cloudpickle.loads(self.payload)
+
+
 # -- the base ----------------------------------------------------------------------------
 class TensorDictModuleBase(nn.Module):
     """Base class of modules that read ``in_keys`` from a TensorDict and write ``out_keys``.
@@ -273,6 +290,27 @@ class TensorDictModuleBase(nn.Module):
         super().__init_subclass__(**kwargs)
         _class_keys(cls, "in_keys")
         _class_keys(cls, "out_keys")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """``nn.Module``'s state, the functions it holds (a lambda given as the module)
+        pickled by value, as upstream: the module can be sent to another process
+        (TorchRL's multiprocess collectors send their policy).
+
+        >>> import pickle, torch
+        >>> double = TensorDictModule(lambda x: 2 * x, in_keys=["x"], out_keys=["y"])
+        >>> pickle.loads(pickle.dumps(double))(x=torch.ones(1))
+        tensor([2.])
+        """
+        state = super().__getstate__()
+        for name, value in state.items():
+            if inspect.isfunction(value):
+                state[name] = _PickledByValue(value)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = {name: value.load() if isinstance(value, _PickledByValue) else value
+                 for name, value in state.items()}
+        super().__setstate__(state)
 
     @property
     def in_keys(self) -> list[NestedKey]:
