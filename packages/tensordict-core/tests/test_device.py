@@ -66,14 +66,10 @@ def test_to_variants():
     assert meta.is_meta and meta["a"].is_meta
 
 
-def test_to_rejects_copy_and_a_dtype_beside_attrs():
+def test_to_rejects_copy():
     td = TensorDict(a=torch.zeros(2), batch_size=[2])
     with pytest.raises(RuntimeError, match="copy"):
         td.to("cpu", copy=True)
-    with pytest.raises(TypeError, match="attrs"):
-        td.to(td.attrs(), dtype=torch.float64)
-    moved = td.to(td.double().attrs())  # each leaf as described
-    assert moved["a"].dtype == torch.float64 and td["a"].dtype == torch.float32
 
 
 def test_to_memory_format_applies_to_4d_and_5d_leaves_only():

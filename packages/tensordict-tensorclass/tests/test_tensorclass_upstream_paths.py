@@ -472,3 +472,11 @@ def test_tuples_stay_python_values_and_scalars_fit_batched_instances():
         t: torch.Tensor
 
     assert torch.equal(Only(t=(1, 2)).t, torch.tensor([1, 2]))
+
+
+def test_to_attrs_takes_no_device_or_dtype_beside():
+    td = TensorDict(a=torch.zeros(2), batch_size=[2])
+    with pytest.raises(TypeError, match="attrs"):
+        td.to(td.attrs(), dtype=torch.float64)
+    moved = td.to(td.double().attrs())  # each leaf as described
+    assert moved["a"].dtype == torch.float64 and td["a"].dtype == torch.float32
