@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import multiprocessing as mp
 import os
 import pickle
@@ -225,6 +226,7 @@ def test_shared_with_another_process(tmp_path, anonymous):
 def test_reading_many_rows_opens_no_files(tmp_path):
     data = MemoryMappedTensor.from_tensor(torch.arange(200_000.0).reshape(100_000, 2),
                                           filename=tmp_path / "rows.memmap")
+    gc.collect()  # files other tests left to the collector are not counted
     before = _open_fds()
     rows = torch.randint(0, 100_000, (100_000,))
     total = 0.0
@@ -235,4 +237,4 @@ def test_reading_many_rows_opens_no_files(tmp_path):
     reopened = [MemoryMappedTensor.from_filename(tmp_path / "rows.memmap", torch.float32,
                                                  [100_000, 2]) for _ in range(100)]
     assert len(reopened) == 100
-    assert _open_fds() == before
+    assert _open_fds() <= before
