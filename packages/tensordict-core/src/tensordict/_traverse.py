@@ -222,12 +222,13 @@ class TraverseMixin:
             _raise_keyed(err, key, prefix)
         if not out and _filtered(filter_empty, bool(self._tensordict)):
             return None
-        if batch_size is None:  # the batch is kept: so are the names, unless given
+        if batch_size is None and names is NO_DEFAULT:  # the batch and its names kept
             return own_class._from_entries(
                 out, self._batch_size, self._device if device is NO_DEFAULT else device,
-                self._names if names is NO_DEFAULT else _result_names(names, None, None, 0))
+                self._names)
         return own_class._from_entries(
-            out, batch_size, self._device if device is NO_DEFAULT else device,
+            out, self._batch_size if batch_size is None else batch_size,
+            self._device if device is NO_DEFAULT else device,
             _result_names(names, self._names, batch_size, parent_ndim))
 
     # -- public apply family -------------------------------------------------------------

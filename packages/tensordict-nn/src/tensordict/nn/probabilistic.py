@@ -567,17 +567,21 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
                         **kwargs: Any) -> TensorDictBase:
         """Run the deterministic part (writing the distribution's parameters), under
         the :attr:`default_interaction_type` unless one is set."""
-        if _INTERACTION.get() is None:
-            with set_interaction_type(self.default_interaction_type):
-                return self.get_dist_params(tensordict, tensordict_out, **kwargs)
         if tensordict_out is not None:
             tensordict_out.update(tensordict)
             tensordict = tensordict_out
-        for module in list(self._module_iter())[:-1]:
-            out = module(tensordict, **kwargs)
-            if out is not None:
-                tensordict = out
+        with self._interaction():
+            for module in list(self._module_iter())[:-1]:
+                out = module(tensordict, **kwargs)
+                if out is not None:
+                    tensordict = out
         return tensordict
+
+    def _interaction(self) -> contextlib.AbstractContextManager[Any]:
+        """The :attr:`default_interaction_type`, set while the modules run unless one is."""
+        if _INTERACTION.get() is not None:
+            return contextlib.nullcontext()
+        return set_interaction_type(self.default_interaction_type)
 
     def get_dist(self, tensordict: TensorDictBase,
                  tensordict_out: TensorDictBase | None = None, **kwargs: Any) -> D.Distribution:
@@ -647,15 +651,13 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         >>> seq(TensorDict(obs=torch.zeros(2), batch_size=[2]))["act"]
         tensor([1., 1.])
         """
-        if _INTERACTION.get() is None:
-            with set_interaction_type(self.default_interaction_type):
-                return self.forward(tensordict, tensordict_out, _requires_sample, **kwargs)
-        if _requires_sample is None:
-            if not self._samples_written_before():
-                return self._run_modules(tensordict, tensordict_out, **kwargs)
-            _requires_sample = False
-        td = self.get_dist_params(tensordict, tensordict_out, **kwargs)
-        return self._last_module(td, _requires_sample=_requires_sample)
+        with self._interaction():
+            if _requires_sample is None:
+                if not self._samples_written_before():
+                    return self._run_modules(tensordict, tensordict_out, **kwargs)
+                _requires_sample = False
+            td = self.get_dist_params(tensordict, tensordict_out, **kwargs)
+            return self._last_module(td, _requires_sample=_requires_sample)
 
     def _samples_written_before(self) -> bool:
         """Whether the modules before the (single) probabilistic one write every sample
