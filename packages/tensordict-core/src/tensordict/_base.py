@@ -37,6 +37,7 @@ from tensordict._device import DeviceMixin
 from tensordict._dict_api import DictMixin
 from tensordict._functional import FunctionalMixin
 from tensordict._leaf_combine import LeafCombineMixin
+from tensordict._masked import MaskedOpsMixin
 from tensordict._pointwise import PointwiseMixin
 from tensordict._ragged import pad_nested_leaves
 from tensordict._reductions import ReductionsMixin
@@ -52,8 +53,8 @@ T = TypeVar("T", bound="TensorDictBase")
 
 @register_class
 class TensorDictBase(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMixin,
-                     FunctionalMixin, ShapeOpsMixin, PointwiseMixin, ReductionsMixin,
-                     TorchFunctionMixin, SerializationMixin, ConsolidateMixin,
+                     FunctionalMixin, ShapeOpsMixin, MaskedOpsMixin, PointwiseMixin,
+                     ReductionsMixin, TorchFunctionMixin, SerializationMixin, ConsolidateMixin,
                      ConvertMixin, TensorLikeMixin, LeafCombineMixin, TensorCollection,
                      MutableMapping):
     """Abstract base of every TensorDict-like container."""

@@ -33,6 +33,7 @@ from tensordict._collection import (
     is_tensor_collection,
     is_tensorclass,
 )
+from tensordict._masked import check_mask
 from tensordict._nested_key import NestedKey
 from tensordict._options import get_printoptions
 from tensordict._plan import WritePlan
@@ -49,7 +50,6 @@ from tensordict._repr import (
     compact_repr,
 )
 from tensordict._restructure import KEY_SEPARATOR, _key_tree
-from tensordict._shape_ops import check_mask
 
 
 class LazyDictMixin:

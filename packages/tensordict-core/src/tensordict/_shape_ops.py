@@ -25,8 +25,7 @@ import torch
 
 from tensordict import errors
 from tensordict._collection import classes
-from tensordict._plan import WritePlan, broadcasts_to, check_write
-from tensordict._pointwise import dense_leaf_pairs
+from tensordict._plan import broadcasts_to
 from tensordict._shapes import expand_size
 from tensordict._unbatched import UnbatchedTensor
 
@@ -168,15 +167,6 @@ def _restructure_parts(td: Any, method: str, args: tuple[Any, ...],
                   for row, size in zip(rows, sizes)])
 
 
-def check_mask(td: Any, mask: _Tensor, op: str) -> None:
-    """Raise RuntimeError, naming the shapes, unless ``mask`` covers (or broadcasts to) the
-    leading batch dims of ``td``."""
-    batch = td.batch_size
-    if mask.ndim > len(batch) or not broadcasts_to(mask.shape, batch[: mask.ndim]):
-        raise RuntimeError(f"{op} needs a mask over the leading batch dims of batch size "
-                           f"{list(batch)}, got a mask of shape {list(mask.shape)}")
-
-
 def _split_along(td: Any, dim: int, sizes: list[int]) -> tuple[Any, ...]:
     starts = [sum(sizes[:i]) for i in range(len(sizes))]
     batch = td.batch_size
@@ -189,26 +179,6 @@ def _split_along(td: Any, dim: int, sizes: list[int]) -> tuple[Any, ...]:
         for piece in pieces:
             piece.lock_()
     return pieces
-
-
-def leaf_masks(mask: _Tensor) -> Callable[[int], _Tensor]:
-    """``mask``, over the leading batch dims, as a function of a leaf's ndim giving the
-    mask with trailing singleton dims that broadcasts against that leaf (each view made
-    once).
-
-    >>> leaf_mask = leaf_masks(torch.tensor([True, False]))
-    >>> leaf_mask(3).shape, leaf_mask(3) is leaf_mask(3)
-    (torch.Size([2, 1, 1]), True)
-    """
-    views: dict[int, _Tensor] = {}
-
-    def leaf_mask(ndim: int) -> _Tensor:
-        view = views.get(ndim)
-        if view is None:
-            view = views[ndim] = mask if ndim == mask.ndim else \
-                mask.reshape(*mask.shape, *(1,) * (ndim - mask.ndim))
-        return view
-    return leaf_mask
 
 
 class ShapeOpsMixin:
@@ -320,7 +290,8 @@ class ShapeOpsMixin:
         names = self.names
 
         def fn(x: _Tensor) -> _Tensor:
-            return x.unsqueeze(dim)
+            return x[None] if lead else x.unsqueeze(dim)  # the same view, made faster
+        lead = dim == 0
         fn.non_tensor_stack = True  # type: ignore[attr-defined]  (NonTensorData: a stack)
         return self._reshaped(fn, new, names[:dim] + [None] + names[dim:])
 
@@ -628,109 +599,3 @@ class ShapeOpsMixin:
         new = self.batch_size[:dim] + torch.Size([index.numel()]) + self.batch_size[dim + 1:]
         return self._reshaped(lambda x: x.index_select(dim, index), new, self.names,
                               keep_lock=False)
-
-    def masked_select(self, mask: _Tensor) -> Any:
-        """The elements where ``mask`` (over the leading batch dims) is True, flattened.
-
-        >>> td = TensorDict(a=torch.arange(3), batch_size=[3])
-        >>> td.masked_select(torch.tensor([True, False, True]))["a"]
-        tensor([0, 2])
-        """
-        return self._index(mask)
-
-    def masked_fill(self, mask: _Tensor, value: float | bool) -> Any:
-        """A copy with every leaf set to ``value`` where the batch ``mask`` is True.
-
-        >>> td = TensorDict(a=torch.zeros(2, 2), batch_size=[2])
-        >>> td.masked_fill(torch.tensor([True, False]), 1.0)["a"]
-        tensor([[1., 1.],
-                [0., 0.]])
-        """
-        check_mask(self, mask, "masked_fill")
-        leaf_mask = leaf_masks(mask)
-        return self._apply_nest(lambda x: x.masked_fill(leaf_mask(x.ndim), value),
-                                filter_empty=False)
-
-    def masked_fill_(self, mask: _Tensor, value: float | bool) -> Any:
-        """In-place :meth:`masked_fill`: the mask and every leaf are checked before the first
-        one is filled."""
-        self._plan_masked_fill_(mask, value).run()
-        return self
-
-    def _plan_masked_fill_(self, mask: _Tensor, value: float | bool) -> WritePlan:
-        check_mask(self, mask, "masked_fill_")
-        if mask.dtype is not torch.bool:
-            raise RuntimeError(f"masked_fill_ needs a boolean mask, got one of dtype {mask.dtype}")
-        leaf_mask = leaf_masks(mask)
-        plan = WritePlan()
-        leaves: list[tuple[Any, _Tensor]] = []
-        self._apply_nest(lambda key, x: leaves.append((key, x)), named=True, nested_keys=True,
-                         filter_empty=False)
-        for key, leaf in leaves:
-            check_write(leaf, None, key)
-            if isinstance(value, complex) and not leaf.is_complex():
-                raise RuntimeError(f"masked_fill_ cannot write the complex number {value!r} "
-                                   f"into the entry {key!r} of dtype {leaf.dtype}")
-            plan.call(leaf.masked_fill_, leaf_mask(leaf.ndim), value)
-        return plan
-
-    def where(self, condition: _Tensor, other: Any, *, out: Any = None,
-              pad: Any = None, update_batch_size: bool = False) -> Any:
-        """``torch.where(condition, leaf, other_leaf)`` for each leaf; ``condition`` is
-        batch-shaped (or leading dims) and broadcast to each leaf.
-
-        ``pad`` stands in for the leaves ``other`` lacks; ``out`` receives the result as
-        new entries (its tensors are not written in place, as upstream; keys it lacks are
-        added; ``update_batch_size`` as in :meth:`update`).
-
-        >>> td = TensorDict(a=torch.ones(2), batch_size=[2])
-        >>> td.where(torch.tensor([True, False]), 0)["a"]
-        tensor([1., 0.])
-        """
-        check_mask(self, condition, "where")
-        leaf_condition = leaf_masks(condition)
-
-        def fn(x: _Tensor, *y: Any) -> _Tensor:
-            cond = leaf_condition(x.ndim)
-            if not y:
-                return torch.where(cond, x, other)
-            theirs = y[0]
-            if not isinstance(theirs, _Tensor):  # ``pad``: takes the leaf's dtype
-                theirs = torch.as_tensor(theirs, dtype=x.dtype, device=x.device)
-            return torch.where(cond, x, theirs)
-
-        others = (other,) if hasattr(other, "_apply_nest") else ()
-        if others and self.__class__ is other.__class__ is classes.TensorDict and \
-                dense_leaf_pairs(self._tensordict, other._tensordict, [], []):
-            others_only = False  # the same keys, tensors only: nothing to add
-        else:
-            others_only = bool(others)
-        if others_only:  # the entries only ``other`` has need ``pad`` (checked before any work)
-            own = set(self.keys(True, True))
-            own_objects = dict(self.non_tensor_items(True))
-            theirs_only = [(key, value) for key, value in other.items(True, True)
-                           if key not in own]
-            objects_only = [(key, value) for key, value in other.non_tensor_items(True)
-                            if key not in own_objects]
-            if pad is None and (theirs_only or objects_only):
-                key = (theirs_only or objects_only)[0][0]
-                raise KeyError(f"Key {key} not found and no pad value provided.")
-        kwargs = {} if pad is None else {"default": pad}
-        result = self._apply_nest(fn, *others, filter_empty=False, **kwargs)
-        if others_only:
-            for key, value in theirs_only:  # ``pad`` where condition
-                cond = leaf_condition(value.ndim)
-                mine = torch.as_tensor(pad, dtype=value.dtype, device=value.device)
-                result.set(key, torch.where(cond, mine, value))
-            for key, value in objects_only:  # kept as they are, as upstream
-                result.set(key, value)
-            # each non-tensor object of both comes from self or other, as the leaves do
-            for key, mine in own_objects.items():
-                theirs = other.get(key, None)
-                if getattr(theirs, "_is_non_tensor", False):
-                    result.set(key, classes.NonTensorStack._where_objects(condition, mine,
-                                                                          theirs))
-        if out is not None:
-            return out.update(result, update_batch_size=update_batch_size)
-        return result
-
