@@ -287,3 +287,21 @@ def test_an_explicit_no_default_raises_as_upstream(key):
     with pytest.raises(KeyError):
         td.get(key, default=NO_DEFAULT)
     assert td.get(key, 3) == 3
+
+
+def test_is_tensor_collection_of_classes_and_instances_in_any_order():
+    """The answer is cached by an instance's class; a class is asked about itself, so a
+    metaclass seen first (``type``, ``ABCMeta``) never answers for the classes it makes."""
+    from abc import ABCMeta
+
+    from tensordict import NonTensorData, is_tensor_collection
+
+    class Plain:
+        pass
+
+    assert not is_tensor_collection(type) and not is_tensor_collection(ABCMeta)
+    assert is_tensor_collection(TensorDict) and is_tensor_collection(LazyStackedTensorDict)
+    assert is_tensor_collection(TensorDict()) and is_tensor_collection(NonTensorData(1))
+    assert not is_tensor_collection(Plain) and not is_tensor_collection(Plain())
+    assert not is_tensor_collection(torch.Tensor) and not is_tensor_collection(torch.zeros(1))
+    assert is_tensor_collection(TensorDict) and not is_tensor_collection(type)

@@ -80,12 +80,14 @@ def is_tensor_collection(obj: Any) -> bool:
     >>> is_tensor_collection(TensorDict()), is_tensor_collection(torch.zeros(1))
     (True, False)
     """
-    cls = obj if isinstance(obj, type) else type(obj)
-    try:
-        return _COLLECTION_TYPES[cls]
+    try:  # the hot path: an instance of a class seen before
+        return _COLLECTION_TYPES[obj.__class__]
     except KeyError:
         pass
+    cls = obj if isinstance(obj, type) else obj.__class__
     answer = _is_collection_type(cls)
+    if issubclass(cls, type):  # a metaclass is never a key: its instances, classes, are
+        return answer          # asked about themselves
     if len(_COLLECTION_TYPES) > 4096:  # classes made on the fly: keep the cache bounded
         _COLLECTION_TYPES.clear()
     _COLLECTION_TYPES[cls] = answer

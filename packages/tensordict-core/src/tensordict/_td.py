@@ -434,8 +434,8 @@ class TensorDict(MapMixin, TensorDictBase):
     ) -> TensorDict:
         if not validated:
             value = self._validate_value(value, key, non_blocking)
-        present = self._tensordict.get(key)
-        if inplace and present is not None:
+        present = self._tensordict.get(key) if inplace else None
+        if present is not None:
             if isinstance(present, _Tensor) and isinstance(value, _Tensor):
                 if present is not value:
                     # torch checks what check_write does (shapes, a leaf requiring grad,
