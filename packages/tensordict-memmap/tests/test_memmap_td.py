@@ -438,3 +438,22 @@ def test_from_schema_memmap(tmp_path):
     td["obs"][5] = 1
     loaded = TensorDict.load_memmap(tmp_path)
     assert loaded["obs"][5].sum() == 64 * 64 * 3 and loaded["next", "reward"].sum() == 0
+
+
+def test_state_dict_of_a_memmapped_tensordict_holds_plain_tensors_sharing_memory():
+    """As upstream: ``state_dict()`` detaches memory-mapped leaves into plain tensors (over
+    the same memory), so torch.save takes it even for anonymous memmaps (a TorchRL
+    replay buffer's LazyMemmapStorage); ``keep_vars=True`` keeps the leaves as they are."""
+    import io
+
+    mapped = TensorDict(a=torch.arange(3.0), n={"b": torch.ones(3)}, batch_size=[3]).memmap_like()
+    state = mapped.state_dict()
+    assert [type(v) for v in state.values()] == [torch.Tensor, torch.Tensor]
+    assert state["a"].data_ptr() == mapped["a"].data_ptr()
+    assert type(mapped.state_dict(keep_vars=True)["n.b"]) is MemoryMappedTensor
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    mapped["a"].add_(1)  # the state shares the mapped memory
+    buffer.seek(0)
+    assert torch.load(buffer)["a"].tolist() == [0.0, 0.0, 0.0]
+    assert state["a"].tolist() == [1.0, 1.0, 1.0]

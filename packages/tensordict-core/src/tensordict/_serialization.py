@@ -107,7 +107,8 @@ class SerializationMixin:
         Args:
             destination: a mapping to fill (a new ``OrderedDict`` by default).
             prefix: put before every key.
-            keep_vars: keep the tensors as they are (otherwise they are detached).
+            keep_vars: keep the tensors as they are (otherwise they are detached, as
+                plain tensors: a memory-mapped leaf gives a tensor sharing its memory).
             flatten: accepted for compatibility: keys are always ``"."``-joined.
 
         The ``_metadata`` attribute of the result holds, per sub-TensorDict path, its
@@ -202,7 +203,9 @@ def _fill_state(td: Any, out: Any, metadata: Any, prefix: str, keep_vars: bool) 
     for key, value in entries.items():
         name = prefix + key
         if value.__class__ is _Tensor or isinstance(value, _Tensor):
-            out[name] = value if keep_vars else value.detach()
+            # torch's detach, not a subclass's: upstream gives plain tensors (sharing the
+            # memory of memory-mapped ones, so that torch.save and pickle take them)
+            out[name] = value if keep_vars else _Tensor.detach(value)
         elif getattr(value, "_is_non_tensor", False):
             metadata[name] = {"batch_size": value.batch_size, "device": value.device,
                               "non_tensor": value}
