@@ -616,14 +616,15 @@ class PointwiseMixin:
         return self
 
     def copy_(self, tensordict: Any, non_blocking: bool = False) -> Any:
-        """Copy the leaves of ``tensordict`` (same keys) into this one's leaves.
+        """Copy the leaves of ``tensordict`` into this one's leaves: :meth:`update_`, as
+        upstream (entries it lacks are left as they are, entries this one lacks are
+        ignored), with a fast path for the same keys.
 
-        >>> td = TensorDict(a=torch.zeros(2))
-        >>> td.copy_(TensorDict(a=torch.ones(2)))["a"]
-        tensor([1., 1.])
+        >>> td = TensorDict(a=torch.zeros(2), b=torch.zeros(2))
+        >>> td.copy_(TensorDict(a=torch.ones(2)))["a"], td["b"]
+        (tensor([1., 1.]), tensor([0., 0.]))
         """
         if not copy_matching_leaves(self, tensordict, non_blocking):
-            _check_keys(self, (tensordict,), NO_DEFAULT)
             self.update_(tensordict, non_blocking=non_blocking)  # checked, naming the key
         return self
 
