@@ -305,3 +305,29 @@ def test_is_tensor_collection_of_classes_and_instances_in_any_order():
     assert not is_tensor_collection(Plain) and not is_tensor_collection(Plain())
     assert not is_tensor_collection(torch.Tensor) and not is_tensor_collection(torch.zeros(1))
     assert is_tensor_collection(TensorDict) and not is_tensor_collection(type)
+
+
+def test_top_level_keys_are_a_set_as_upstreams():
+    from collections.abc import KeysView
+
+    keys = make().keys()
+    assert isinstance(keys, KeysView)
+    assert keys == {"a", "n", "l"} and keys != {"a"} and keys != ["a", "n", "l"]
+    assert keys - {"a"} == {"n", "l"} and keys & {"a", "z"} == {"a"}
+    assert keys | {"z"} == {"a", "n", "l", "z"} and keys <= {"a", "n", "l", "z"}
+    with pytest.raises(TypeError):
+        hash(keys)
+
+
+def test_a_failed_set__is_an_inplace_write_error_naming_the_entry():
+    td = make()
+    before = snapshot(td)
+    for write in (lambda: td.set_("a", torch.zeros(2, 3)),
+                  lambda: td.set(("n", "b"), torch.zeros(2, 3), inplace=True)):
+        with pytest.raises(InplaceWriteError, match=r"shape \[2, 3\]") as info:
+            write()
+        assert isinstance(info.value, ValueError) and isinstance(info.value, RuntimeError)
+    grad = TensorDict(w=torch.zeros(2, requires_grad=True), batch_size=[2])
+    with pytest.raises(InplaceWriteError, match="'w'.*requires grad"):
+        grad.set_("w", torch.ones(2))
+    assert same(before, snapshot(td))

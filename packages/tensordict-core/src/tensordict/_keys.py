@@ -12,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, KeysView, Set
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -302,14 +302,16 @@ class TensorDictKeysView:
         return f"{type(self).__name__}({list(self)}{flags})"
 
 
-class TopKeysView(TensorDictKeysView):
+class TopKeysView(TensorDictKeysView, Set):
     """The view of ``td.keys()`` (no flag given): the top-level keys, read straight from the
-    stored dict.
+    stored dict. A set, as a dict's keys are (and as upstream's view of them is).
 
     >>> from tensordict import TensorDict
     >>> keys = TensorDict(a=torch.zeros(()), n={"b": torch.zeros(())}).keys()
     >>> list(keys), len(keys), "n" in keys, ("n", "b") in keys
     (['a', 'n'], 2, True, False)
+    >>> keys == {"n", "a"}, keys - {"a"}
+    (True, {'n'})
     """
 
     __slots__ = ()
@@ -329,6 +331,14 @@ class TopKeysView(TensorDictKeysView):
         if entries.__class__ is dict:
             return len(entries)
         return sum(1 for _ in self._td._keys_str())
+
+    @classmethod
+    def _from_iterable(cls, iterable: Any) -> set[str]:
+        """What set operations (``keys | other``...) build: a plain set, as for a dict."""
+        return set(iterable)
+
+
+KeysView.register(TopKeysView)  # isinstance(td.keys(), KeysView), as for a dict
 
 
 class TensorDictValuesView:

@@ -446,9 +446,13 @@ class TensorDict(MapMixin, TensorDictBase):
                             present.copy_(value, non_blocking=True)
                         else:  # (a keyword costs torch's argument parser time)
                             present.copy_(value)
-                    except RuntimeError:
-                        check_write(present, value, key)
-                        raise
+                    except RuntimeError as failure:  # upstream's class: a ValueError too
+                        message = str(failure)
+                        try:
+                            check_write(present, value, key)
+                        except RuntimeError as named:  # the entry and the shapes named
+                            message = str(named)
+                        raise errors.InplaceWriteError(message) from failure
                 return self
             if acts_as_tensordict(present) and acts_as_tensordict(value):
                 present.update_(value)

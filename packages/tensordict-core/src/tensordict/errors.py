@@ -32,7 +32,9 @@ class LockedTensorDictError(RuntimeError):
 
 
 class InplaceWriteError(ValueError, RuntimeError):
-    """An in-place write of a value of another kind (a tensor into a sub-TensorDict...)."""
+    """An in-place write (``set_``, ``set(..., inplace=True)``) that does not fit the entry:
+    a value of another kind (a tensor into a sub-TensorDict...), of a shape that does not
+    broadcast to it, or a leaf that requires grad."""
 
 
 class MissingKeyError(KeyError):
