@@ -480,3 +480,21 @@ def test_non_tensor_entries_of_a_stack():
     assert isinstance(strings, NonTensorStack) and strings.tolist() == ["a", "b"]
     strings[1] = "changed"
     assert b["s"] == "changed"
+
+
+def test_rename_key_in_a_stack_holding_one_part_twice():
+    part = TensorDict(a=torch.ones(2))
+    stack = LazyStackedTensorDict.lazy_stack([part, part])
+    stack.rename_key_("a", "z")
+    assert list(part.keys()) == ["z"] and stack["z"].shape == torch.Size([2, 2])
+
+
+def test_rename_key_that_a_part_cannot_rename_renames_nothing():
+    has, lacks = TensorDict(a=torch.ones(2)), TensorDict(b=torch.ones(2))
+    with pytest.raises(KeyError, match="a"):
+        LazyStackedTensorDict.lazy_stack([has, lacks]).rename_key_("a", "z")
+    assert list(has.keys()) == ["a"] and list(lacks.keys()) == ["b"]
+    free, taken = TensorDict(a=torch.ones(2)), TensorDict(a=torch.ones(2), z=torch.ones(2))
+    with pytest.raises(KeyError, match="z"):
+        LazyStackedTensorDict.lazy_stack([free, taken]).rename_key_("a", "z", safe=True)
+    assert list(free.keys()) == ["a"] and list(taken.keys()) == ["a", "z"]

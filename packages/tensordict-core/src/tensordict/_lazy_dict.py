@@ -63,10 +63,15 @@ class LazyDictMixin:
         return type(self)._from_entries(results, self.stack_dim, self._stack_dim_name)
 
     def _each_(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Call ``part.<method>(*args, **kwargs)`` on every part; returns self."""
-        for td in self.tensordicts:
+        """Call ``part.<method>(*args, **kwargs)`` once on every distinct part (a part
+        stacked several times is one TensorDict); returns self."""
+        for td in self._distinct_parts():
             getattr(td, method)(*args, **kwargs)
         return self
+
+    def _distinct_parts(self) -> list[Any]:
+        """The parts, each TensorDict once (``lazy_stack([td, td])`` holds one twice)."""
+        return list({id(td): td for td in self.tensordicts}.values())
 
     # -- growing the stack ------------------------------------------------------------------
     def insert(self, index: int, tensordict: Any) -> None:
@@ -185,6 +190,10 @@ class LazyDictMixin:
         """Rename ``old_key`` to ``new_key`` in every part; returns self."""
         if self.is_locked:
             raise errors.locked("rename an entry of a")
+        parts = self._distinct_parts()
+        for td in parts:  # a part that cannot rename raises first, before any renames
+            if old_key not in td.keys(True) or (safe and new_key in td.keys(True)):
+                td.rename_key_(old_key, new_key, safe=safe)
         return self._each_("rename_key_", old_key, new_key, safe=safe)
 
     def clear_device_(self) -> Any:

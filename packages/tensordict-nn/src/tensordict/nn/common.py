@@ -441,7 +441,8 @@ class TensorDictModule(TensorDictModuleBase):
             ``{key: kwarg}``).
         out_keys: where the outputs go, in order; ``"_"`` discards an output.
         inplace: ``True`` writes into the input TensorDict, ``False`` (or ``None``) into a
-            new one, ``"empty"`` into ``tensordict.empty()``.
+            new one with no batch size (as upstream), ``"empty"`` into
+            ``tensordict.empty()``.
         method / method_kwargs: call ``module.<method>(..., **method_kwargs)`` instead.
         strict: a missing input raises ``KeyError`` (else ``None`` is passed).
         get_kwargs: extra keyword arguments of ``tensordict.get``.
@@ -601,8 +602,7 @@ class TensorDictModule(TensorDictModuleBase):
             elif inplace == "empty":
                 tensordict_out = tensordict.empty()
             else:
-                tensordict_out = TensorDict(batch_size=tensordict.batch_size,
-                                            device=tensordict.device)
+                tensordict_out = TensorDict()  # no batch size, as upstream
         out_keys = self._out_keys if out_keys is None else out_keys
         if tensors.__class__ is torch.Tensor and len(out_keys) == 1:
             if out_keys[0] != "_":

@@ -58,8 +58,8 @@ class TensorDictSequential(TensorDictModule):
         selected_out_keys: keep only these of the produced keys (see
             :meth:`select_out_keys`).
         inplace: ``None``/``True`` write into the input TensorDict, ``False`` returns a
-            new TensorDict holding only the out keys, ``"empty"`` writes them into
-            ``tensordict.empty()``.
+            new TensorDict (with no batch size, as upstream) holding only the out keys,
+            ``"empty"`` writes them into ``tensordict.empty()``.
 
     ``in_keys`` are the keys read and not produced by an earlier module; ``out_keys``
     every key produced. The modules live in ``self.module`` (an ``nn.ModuleList``, or an
@@ -149,7 +149,7 @@ class TensorDictSequential(TensorDictModule):
             return tensordict_out.update(produced)
         if self.inplace == "empty":
             return tensordict.empty().update(produced)
-        return TensorDict(produced, batch_size=tensordict.batch_size, device=tensordict.device)
+        return TensorDict(produced)  # no batch size, as upstream
 
     def _run_each(self, td: TensorDictBase, **kwargs: Any) -> TensorDictBase:
         """Run the modules one after the other; returns the last TensorDict written."""
