@@ -192,9 +192,11 @@ class LazyDictMixin:
             raise errors.locked("rename an entry of a")
         parts = self._distinct_parts()
         for td in parts:  # a part that cannot rename raises first, before any renames
-            if old_key not in td.keys(True) or (safe and new_key in td.keys(True)):
+            if old_key not in td or (safe and new_key in td):
                 td.rename_key_(old_key, new_key, safe=safe)
-        return self._each_("rename_key_", old_key, new_key, safe=safe)
+        for td in parts:
+            td.rename_key_(old_key, new_key, safe=safe)
+        return self
 
     def clear_device_(self) -> Any:
         """Forget the device of the stack and of its parts; returns self."""

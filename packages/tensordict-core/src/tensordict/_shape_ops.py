@@ -289,9 +289,12 @@ class ShapeOpsMixin:
         new = batch[:dim] + torch.Size([1]) + batch[dim:]
         names = self.names
 
-        def fn(x: _Tensor) -> _Tensor:
-            return x[None] if lead else x.unsqueeze(dim)  # the same view, made faster
-        lead = dim == 0
+        if dim == 0:
+            def fn(x: _Tensor) -> _Tensor:
+                return x[None]  # the view unsqueeze(0) gives, made faster
+        else:
+            def fn(x: _Tensor) -> _Tensor:
+                return x.unsqueeze(dim)
         fn.non_tensor_stack = True  # type: ignore[attr-defined]  (NonTensorData: a stack)
         return self._reshaped(fn, new, names[:dim] + [None] + names[dim:])
 
