@@ -13,6 +13,16 @@ def test_from_mapping_nested_dicts_become_tensordicts():
     assert td["n", "b"].shape == torch.Size([3])
 
 
+def test_nested_dicts_take_the_device_names_and_checks_of_the_root():
+    inner = {"b": torch.zeros(2), ("c", "d"): torch.ones(2)}
+    td = TensorDict({"n": {"a": torch.zeros(2, 3), "m": inner}},
+                    batch_size=[2], device="cpu", names=["x"])
+    assert td["n", "m"].names == ["x"] and td["n", "m"].device == torch.device("cpu")
+    assert torch.equal(td["n", "m", "c", "d"], torch.ones(2)) and td["n", "m", "c"].names == ["x"]
+    with pytest.raises(RuntimeError, match="'a'"):
+        TensorDict({"n": {"a": torch.zeros(3)}}, batch_size=[2])
+
+
 def test_keyword_entries_and_batch_size_forms():
     for size in (3, [3], (3,), torch.Size([3])):
         td = TensorDict(a=torch.zeros(3, 2), batch_size=size)

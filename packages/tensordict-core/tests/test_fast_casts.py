@@ -122,6 +122,36 @@ def test_detach_with_non_tensor_entries():
     assert not out["x"].requires_grad and out["s"] == "x"
 
 
+# -- clone ---------------------------------------------------------------------------------
+def test_clone_copies_every_leaf_keeping_strides_names_and_structure():
+    td = TensorDict(a=torch.arange(6.0).view(3, 2).t(),  # non-contiguous
+                    b=torch.zeros(2, 4, dtype=torch.long), n={"c": torch.ones(2, 1)},
+                    batch_size=[2], names=["b"]).lock_()
+    out = td.clone()
+    assert not out.is_locked and out.names == ["b"] and out["n"].names == ["b"]
+    for key in ("a", "b", ("n", "c")):
+        assert out[key].data_ptr() != td[key].data_ptr()
+        assert out[key].stride() == td[key].stride() and out[key].dtype == td[key].dtype
+        assert torch.equal(out[key], td[key])
+    out["n", "c"].add_(1)
+    assert (td["n", "c"] == 1).all()  # independent copies
+
+
+def test_clone_is_recorded_by_autograd():
+    w = torch.ones(2, requires_grad=True)
+    out = TensorDict(x=w * 2, n={"y": w * 3}, batch_size=[2]).clone()
+    (out["x"].sum() + out["n", "y"].sum()).backward()
+    assert torch.equal(w.grad, torch.full((2,), 5.0))
+
+
+def test_clone_of_nested_tensor_leaves_and_non_tensor_entries():
+    ragged = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    out = TensorDict(r=ragged, x=torch.ones(2), y=torch.ones(2), batch_size=[2]).clone()
+    assert out["r"].is_nested and out["r"] is not ragged and torch.equal(out["x"], torch.ones(2))
+    td = TensorDict(x=torch.ones(2), s="text", batch_size=[2])
+    assert td.clone()["s"] == "text" and td.clone()["x"] is not td["x"]
+
+
 # -- to_dict -------------------------------------------------------------------------------
 def test_to_dict_returns_the_leaves_and_unwraps_non_tensors():
     td = TensorDict(a=torch.zeros(2), n={"s": "x", "c": torch.ones(1)}, z=None)

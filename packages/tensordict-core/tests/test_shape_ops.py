@@ -262,3 +262,30 @@ def test_reshape_view_to_an_empty_batch_of_scalar_leaves():
         assert out.batch_size == torch.Size([]) and out["a"].shape == torch.Size([])
         assert out["b"].shape == torch.Size([3])
     assert TensorDict(a=torch.zeros(()))._expand((2,), True)["a"].shape == torch.Size([2])
+
+
+@pytest.mark.parametrize("op", ["view", "reshape", "expand"])
+def test_batch_reshapes_of_leaves_with_zero_one_and_more_extra_dims(op):
+    td = TensorDict(none=torch.arange(4.0), one=torch.arange(12.0).view(4, 3),
+                    empty=torch.zeros(4, 0), more=torch.arange(24.0).view(4, 2, 3),
+                    batch_size=[4])
+    shape = (3, 4) if op == "expand" else (2, 2)
+    out = getattr(td, op)(*shape)
+    for key, leaf in td.items():
+        want = getattr(leaf, op)(*shape, *leaf.shape[1:])
+        assert out[key].shape == want.shape and torch.equal(out[key], want)
+
+
+def test_view_of_an_empty_batch_and_to_no_batch_dims():
+    td = TensorDict(a=torch.zeros(0, 3), b=torch.zeros(0), batch_size=[0])
+    out = td.view(0, 5)
+    assert out["a"].shape == (0, 5, 3) and out["b"].shape == (0, 5)
+    single = TensorDict(a=torch.ones(1, 3), b=torch.ones(1), batch_size=[1]).view(())
+    assert single["a"].shape == (3,) and single["b"].shape == () and not single.batch_size
+
+
+def test_a_view_that_cannot_be_made_names_the_leaf():
+    td = TensorDict(a=torch.zeros(3, 4).t(), batch_size=[4])  # dim 0 strided, not viewable
+    td = td.expand(2, 4)
+    with pytest.raises(RuntimeError, match="'a'"):
+        td.view(8)

@@ -19,7 +19,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._moves import adopt, move, parse_to_args, pinned
-from tensordict._pointwise import cast_leaves, map_dense
+from tensordict._pointwise import caster, clone_dense, map_dense
 from tensordict._reductions import reduce_fully
 from tensordict._shapes import as_device
 
@@ -94,6 +94,10 @@ class DeviceMixin:
 
     def clone(self, recurse: bool = True, **kwargs: Any) -> Any:
         """A deep copy (``recurse=False``: new structure, same tensors); never locked."""
+        if recurse:
+            out = clone_dense(self)  # a dense TensorDict: one _foreach call
+            if out is not None:
+                return out
         fn = torch.Tensor.clone if recurse else _same
         if self.__class__ is classes.TensorDict:  # the traversal without its options
             return self._map_leaves(fn, None, NO_DEFAULT, NO_DEFAULT, False)
@@ -335,8 +339,9 @@ def _cast(td: Any, dtype: torch.dtype,
             return x.to(dtype) if cast_filter(key if key.__class__ is tuple else (key,),
                                               x) else x
         return td._apply_nest(cast, named=True, nested_keys=True, filter_empty=False)
-    out = cast_leaves(td, dtype)  # a dense TensorDict: one _foreach call
-    return td._apply_nest(lambda x: x.to(dtype), filter_empty=False) if out is None else out
+    cast = caster(dtype)
+    out = map_dense(td, cast)  # a dense TensorDict: one walk
+    return td._apply_nest(cast, filter_empty=False) if out is None else out
 
 
 def _total(td: Any, measure: Callable[[torch.Tensor], int], count_duplicates: bool) -> int:

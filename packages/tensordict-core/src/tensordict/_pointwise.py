@@ -173,48 +173,50 @@ def map_dense(td: Any, fn: Callable[[_Tensor], _Tensor], device: Any = NO_DEFAUL
                                td._device if device is NO_DEFAULT else device, td._names)
 
 
-def cast_leaves(td: Any, dtype: torch.dtype) -> Any:
-    """``td.to(dtype)`` of a dense TensorDict as new tensors filled by one
-    ``_foreach_copy_`` (torch's cast is slower leaf by leaf; leaves already of ``dtype``
-    are kept); None when that does not apply (a leaf autograd tracks or a nested tensor,
-    another kind of collection).
+#: every tensor of a list cloned in one torch call (a loop on a torch without it)
+_clone_all = getattr(torch, "_foreach_clone", None) or (lambda xs: [x.clone() for x in xs])
 
-    >>> cast_leaves(TensorDict(a=torch.ones(2)), torch.float64)["a"].dtype
-    torch.float64
+
+def clone_dense(td: Any) -> Any:
+    """``td.clone()`` of a dense TensorDict of tensors (one :func:`dense_leaves`
+    accepts): every leaf cloned in one ``_foreach_clone``, which autograd records and
+    which keeps each leaf's strides, as ``clone`` does; None for anything else (also
+    for leaves the kernel does not take, such as nested tensors, and for a TensorDict of
+    fewer than 3 entries, which one walk cloning leaf by leaf copies faster).
+
+    >>> td = TensorDict(a=torch.ones(2), b=torch.ones(2), n={"c": torch.ones(2)})
+    >>> out = clone_dense(td)
+    >>> out["n", "c"].data_ptr() != td["n", "c"].data_ptr()
+    True
     """
-    if td.__class__ is not classes.TensorDict or torch.compiler.is_compiling():
+    leaves: list[_Tensor] = []
+    if td.__class__ is not classes.TensorDict or len(td._tensordict) < 3 or \
+            torch.compiler.is_compiling() or not dense_leaves(td._tensordict, leaves):
         return None
-    targets: list[_Tensor] = []
-    sources: list[_Tensor] = []
-    out = _cast_entries(td, dtype, targets, sources)
-    if out is not None and targets:
-        torch._foreach_copy_(targets, sources)
-    return out
+    try:
+        clones = _clone_all(leaves)
+    except (NotImplementedError, RuntimeError):
+        return None
+    return rebuild(td, iter(clones), td._device)
 
 
-def _cast_entries(td: Any, dtype: torch.dtype, targets: list[_Tensor],
-                  sources: list[_Tensor]) -> Any:
-    """The structure of :func:`cast_leaves`' result, in one walk: each leaf of another
-    dtype replaced by an empty tensor (collected in ``targets``, its source in
-    ``sources``), to be filled; None, having filled nothing, where that does not apply."""
-    dense = classes.TensorDict
-    out = {}
-    for key, x in td._tensordict.items():
-        if x.__class__ is _Tensor:
-            if x.dtype is not dtype:
-                if x.requires_grad or x.is_nested:
-                    return None
-                sources.append(x)
-                x = torch.empty_like(x, dtype=dtype)
-                targets.append(x)
-        elif x.__class__ is not dense:
-            return None
-        else:
-            x = _cast_entries(x, dtype, targets, sources)
-            if x is None:
-                return None
-        out[key] = x
-    return dense._from_entries(out, td._batch_size, td._device, td._names)
+#: the tensor method casting to a dtype, where one exists: ``x.double()`` costs less than
+#: ``x.to(torch.float64)`` (no arguments to parse) and does the same
+_CASTS: dict[torch.dtype, Callable[[_Tensor], _Tensor]] = {
+    torch.float64: _Tensor.double, torch.float32: _Tensor.float, torch.float16: _Tensor.half,
+    torch.bfloat16: _Tensor.bfloat16, torch.int64: _Tensor.long, torch.int32: _Tensor.int,
+    torch.int16: _Tensor.short, torch.int8: _Tensor.char, torch.uint8: _Tensor.byte,
+    torch.bool: _Tensor.bool, torch.complex64: _Tensor.cfloat,
+    torch.complex128: _Tensor.cdouble}
+
+
+def caster(dtype: torch.dtype) -> Callable[[_Tensor], _Tensor]:
+    """``x -> x.to(dtype)`` (``x`` itself when already of ``dtype``), as fast as torch has it.
+
+    >>> caster(torch.float64)(torch.ones(1)).dtype, caster(torch.uint16)(torch.ones(1)).dtype
+    (torch.float64, torch.uint16)
+    """
+    return _CASTS.get(dtype) or operator.methodcaller("to", dtype)
 
 
 def rebuild(td: Any, leaves: Iterator[_Tensor], device: torch.device | None) -> Any:

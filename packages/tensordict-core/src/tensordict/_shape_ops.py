@@ -81,13 +81,30 @@ def rebatched(method: Callable[..., _Tensor], lead: tuple[int, ...],
     ``expand``) replacing a leaf's ``ndim`` batch dims by ``lead``, its sizes passed as
     plain ints (the fastest arguments for torch to parse).
 
+    Reading ``x.shape`` costs more than the op's argument parsing, so a leaf with no dim
+    or one dim past the batch (most of them) passes ``lead`` or ``(*lead, -1)``: the
+    ``-1`` is that dim's size (a ``view``/``reshape`` cannot infer it from 0 elements:
+    such a leaf takes the sizes in full).
+
     >>> rebatched(torch.Tensor.view, (2, 2), 1)(torch.zeros(4, 3)).shape
     torch.Size([2, 2, 3])
     """
     if torch.compiler.is_compiling():  # symbolic shapes: no memo
         return lambda x: method(x, (*lead, *x.shape[ndim:]))
     shapes = _LeafShapes(lead, ndim)
-    return lambda x: method(x, *shapes[x.shape])
+    exact, one_more = lead or ((),), (*lead, -1)
+
+    def apply(x: _Tensor) -> _Tensor:
+        dims = x.dim()
+        if dims == ndim:
+            return method(x, *exact)
+        if dims == ndim + 1:
+            try:
+                return method(x, *one_more)
+            except RuntimeError:  # no element to infer -1 from, or a genuine error
+                pass
+        return method(x, *shapes[x.shape])
+    return apply
 
 
 def _shape_args(args: Sequence[Any]) -> list[int]:

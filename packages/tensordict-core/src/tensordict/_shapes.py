@@ -39,7 +39,7 @@ def as_size(batch_size: Any) -> torch.Size:
         size = torch.Size(batch_size.tolist() if batch_size.ndim else [int(batch_size)])
     else:
         size = _sequence_size(batch_size)
-    if size and min(size) < -1:
+    if size and (size[0] if len(size) == 1 else min(size)) < -1:
         raise RuntimeError(f"a batch size has no negative dims other than -1 (a ragged dim: "
                            f"its size differs between elements), got {list(size)}")
     return size

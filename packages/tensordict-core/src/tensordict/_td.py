@@ -108,6 +108,16 @@ class TensorDict(MapMixin, TensorDictBase):
             raise ValueError(f"TensorDict source must be a mapping, got {type(entries).__name__}")
         if non_blocking is None:  # as to(): asynchronous copies where no wait is needed
             non_blocking = self._device is not None and self._device.type == "cuda"
+        self._fill(entries, non_blocking)
+        if auto:
+            self.auto_batch_size_()
+        if names is not None:
+            self.names = names
+        if lock:
+            self.lock_()
+
+    def _fill(self, entries: Mapping[NestedKey, Any], non_blocking: bool) -> None:
+        """Store the constructor's ``entries``, each checked against the batch size."""
         store = self._tensordict
         size = self._batch_size
         # a tensor on no set device, whose leading dim is the one batch dim (or no batch
@@ -123,15 +133,14 @@ class TensorDict(MapMixin, TensorDictBase):
                         continue
                 except RuntimeError:
                     pass
+                if value.__class__ is dict:  # a sub-TensorDict, filled the same way
+                    sub = TensorDict._from_entries({}, size, self._device, self._names)
+                    sub._fill(value, non_blocking)
+                    store[key] = sub
+                    continue
                 store[key] = self._validate_value(value, key, non_blocking)
             else:
                 self.set(key, value, non_blocking=non_blocking)
-        if auto:
-            self.auto_batch_size_()
-        if names is not None:
-            self.names = names
-        if lock:
-            self.lock_()
 
     @classmethod
     def _from_entries(
