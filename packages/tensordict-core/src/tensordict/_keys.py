@@ -226,7 +226,12 @@ def _count_entries(td: Any, include_nested: bool, leaves_only: bool,
     if entries.__class__ is not dict or is_leaf not in _STOCK_PREDICATES:
         # a lazy stack or a custom predicate: count what the traversal lists
         return len(collect_entries(td, (), include_nested, leaves_only, is_leaf, False, []))
-    td_class = td.__class__
+    return _count_stored(entries, td.__class__, include_nested, leaves_only, is_leaf)
+
+
+def _count_stored(entries: dict[str, Any], td_class: type, include_nested: bool,
+                  leaves_only: bool, is_leaf: Callable[[type], bool]) -> int:
+    """:func:`_count_entries` of the stored dict of a ``td_class`` instance."""
     count = 0
     for value in entries.values():
         cls = value.__class__
@@ -234,8 +239,11 @@ def _count_entries(td: Any, include_nested: bool, leaves_only: bool,
                                                       or is_leaf(cls)):
             count += 1
             continue
-        if include_nested and (cls is td_class or _has_entries(value)):
-            count += _count_entries(value, include_nested, leaves_only, is_leaf)
+        if include_nested:
+            if cls is td_class:
+                count += _count_stored(value._tensordict, td_class, True, leaves_only, is_leaf)
+            elif _has_entries(value):
+                count += _count_entries(value, True, leaves_only, is_leaf)
         if not leaves_only:
             count += 1
     return count

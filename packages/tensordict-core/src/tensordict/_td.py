@@ -133,14 +133,19 @@ class TensorDict(MapMixin, TensorDictBase):
                         continue
                 except RuntimeError:
                     pass
-                if value.__class__ is dict:  # a sub-TensorDict, filled the same way
-                    sub = TensorDict._from_entries({}, size, self._device, self._names)
-                    sub._fill(value, non_blocking)
-                    store[key] = sub
+                if value.__class__ is dict:
+                    store[key] = self._nested(value, non_blocking)
                     continue
                 store[key] = self._validate_value(value, key, non_blocking)
             else:
                 self.set(key, value, non_blocking=non_blocking)
+
+    def _nested(self, entries: Mapping[NestedKey, Any], non_blocking: bool) -> TensorDict:
+        """A sub-TensorDict holding ``entries``, of this one's batch size, device and names
+        (what a mapping written into this one becomes)."""
+        sub = TensorDict._from_entries({}, self._batch_size, self._device, self._names)
+        sub._fill(entries, non_blocking)
+        return sub
 
     @classmethod
     def _from_entries(
@@ -501,8 +506,7 @@ class TensorDict(MapMixin, TensorDictBase):
         if is_tensor_collection(value):
             return self._fit_collection(value, key, non_blocking)
         if isinstance(value, Mapping):
-            return TensorDict(value, batch_size=batch_size, device=device,
-                              names=self._names, non_blocking=non_blocking)
+            return self._nested(value, non_blocking)
         if isinstance(value, (Number, np.ndarray, np.generic)) and not isinstance(value, str):
             return self._validate_value(torch.as_tensor(value, device=device), key)
         if isinstance(value, (list, tuple)):
