@@ -166,7 +166,8 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
         size = sizes[0]
         if sizes.count(size) != len(sizes):
             size = ragged_size(sizes)
-        full = size[:stack_dim] + torch.Size([len(parts)]) + size[stack_dim:]
+        full = torch.Size([len(parts), *size]) if not stack_dim else \
+            size[:stack_dim] + torch.Size([len(parts)]) + size[stack_dim:]
         self._init(parts, stack_dim, full, stack_dim_name)
         return self
 
@@ -323,11 +324,15 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
         return iter(first) if len(common) == len(first) else (k for k in first if k in common)
 
     def _get_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
-        values = list(map(operator.methodcaller("_get_str", key, None), self.tensordicts))
-        if any(value is None for value in values):
-            if default is not NO_DEFAULT:
-                return default
-            raise errors.missing_key(key, list(self._keys_str()))
+        values = []
+        for td in self.tensordicts:  # a TensorDict's dict read directly (hot)
+            value = td._tensordict.get(key) if td.__class__ is TensorDict else \
+                td._get_str(key, None)
+            if value is None:  # (no entry is None)
+                if default is not NO_DEFAULT:
+                    return default
+                raise errors.missing_key(key, list(self._keys_str()))
+            values.append(value)
         if not values:
             if default is not NO_DEFAULT:
                 return default
