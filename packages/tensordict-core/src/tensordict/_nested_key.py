@@ -110,10 +110,15 @@ def unravel_key(key: NestedKey) -> NestedKey:
     >>> unravel_key((("a",), "b")), unravel_key(("a", ()))
     (('a', 'b'), ())
     """
-    if key.__class__ is str:
+    cls = key.__class__
+    if cls is str:
         return key
-    if key.__class__ is tuple and is_flat_path(key):  # the common case: returned as is
-        return key[0] if len(key) == 1 else key
+    if cls is tuple:  # the common case, a flat tuple of strings: returned as is
+        for part in key:  # (is_flat_path inlined: TorchRL calls this in its step loops)
+            if part.__class__ is not str:
+                break
+        else:
+            return key[0] if len(key) == 1 else key
     if isinstance(key, str):
         return key
     if not isinstance(key, tuple):
