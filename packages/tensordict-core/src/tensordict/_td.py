@@ -126,12 +126,13 @@ class TensorDict(MapMixin, TensorDictBase):
         plain = self._device is None and (lead is not None or not size)
         for key, value in entries.items():
             if key.__class__ is str:
-                try:  # (a strided nested tensor has no .shape: _validate_value checks it)
+                try:  # (a strided nested tensor has no .shape, a 0-dim one no shape[0]:
+                    # _validate_value checks them)
                     if plain and value.__class__ is _Tensor and (
-                            lead is None or (value.ndim and value.shape[0] == lead)):
+                            lead is None or value.shape[0] == lead):
                         store[key] = value
                         continue
-                except RuntimeError:
+                except (RuntimeError, IndexError):
                     pass
                 if value.__class__ is dict:
                     store[key] = self._nested(value, non_blocking)
