@@ -460,12 +460,13 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
         """The parts' values at ``key``: a list (a list per lazy part), or the lazy stack of
         their sub-TensorDicts or non-tensor data; None where a part lacks it."""
         values = []
-        for td in self.tensordicts:
-            value = td._leaf_values(key) if _is_lazy_stack(td) else td._get_str(key, None)
+        for td in self.tensordicts:  # a TensorDict's dict read directly (hot)
+            value = td._tensordict.get(key) if td.__class__ is TensorDict else \
+                td._leaf_values(key) if _is_lazy_stack(td) else td._get_str(key, None)
             if value is None:
                 return None
             values.append(value)
-        if values and is_tensor_collection(type(values[0])):
+        if values and is_tensor_collection(values[0]):
             return LazyStackedTensorDict.lazy_stack(values, self._stack_dim)
         return values or None
 

@@ -38,6 +38,8 @@ from tensordict._stack import StackMismatchError
 from tensordict._unbatched import UnbatchedTensor, stack_unbatched
 
 _Tensor = torch.Tensor
+_SHAPE, _DTYPE, _DEVICE, _IS_CPU = (operator.attrgetter(name)
+                                     for name in ("shape", "dtype", "device", "is_cpu"))
 _LABELS = torch.Generator().manual_seed(0)
 
 
@@ -188,12 +190,14 @@ def pad_stack(values: Sequence[_Tensor], dim: int, padding_value: float = 0.0,
     """Stack tensors of the same ndim, padding each to the largest size of every dim."""
     if padding_side not in ("left", "right"):
         raise ValueError(f"padding_side must be 'left' or 'right', got {padding_side!r}")
-    shapes = [v.shape for v in values]
-    if len({len(s) for s in shapes}) > 1:
+    shapes = list(map(_SHAPE, values))
+    if len(set(map(len, shapes))) > 1:
         raise RuntimeError(f"cannot pad tensors with different numbers of dims: {shapes}")
     columns = list(zip(*shapes))  # the sizes of each dim
     if dim == 0 and columns and all(c.count(c[0]) == len(c) for c in columns[1:]) and \
-            len({(v.dtype, v.device) for v in values}) == 1:  # ragged along dim 0 only
+            len(set(map(_DTYPE, values))) == 1 and (
+                all(map(_IS_CPU, values)) or len(set(map(_DEVICE, values))) == 1):
+        # ragged along dim 0 only: one torch call
         return torch._C._nn.pad_sequence(list(values), True, padding_value, padding_side)
     if dim == 0 and columns and padding_side == "right" and len(values) > 3 and \
             len({(v.dtype, v.device, v.layout) for v in values}) == 1 and \
