@@ -94,6 +94,19 @@ def is_tensor_collection(obj: Any) -> bool:
     return answer
 
 
+def is_collection_class(cls: type) -> bool:
+    """:func:`is_tensor_collection` of a class, read from the cache without first looking
+    up the class of the class (key traversals ask ``is_leaf(cls)`` of every entry).
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> is_collection_class(TensorDict), is_collection_class(torch.Tensor)
+    (True, False)
+    """
+    known = _COLLECTION_TYPES.get(cls)
+    return is_tensor_collection(cls) if known is None else known
+
+
 def _is_collection_type(cls: type) -> bool:
     return issubclass(cls, TensorCollection) or bool(getattr(cls, "_is_tensorclass", False))
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensordict._collection import _COLLECTION_TYPES, is_tensor_collection
+from tensordict._collection import is_collection_class
 from tensordict._nested_key import NestedKey, key_to_path
 
 if TYPE_CHECKING:
@@ -29,8 +29,7 @@ _Tensor = torch.Tensor
 
 def default_is_leaf(cls: type) -> bool:
     """True for tensor types: the leaves ``keys(leaves_only=True)`` lists by default."""
-    known = _COLLECTION_TYPES.get(cls)  # is_tensor_collection's cache is keyed by class
-    return not (is_tensor_collection(cls) if known is None else known)
+    return not is_collection_class(cls)
 
 
 def is_leaf_nontensor(cls: type) -> bool:

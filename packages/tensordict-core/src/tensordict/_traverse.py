@@ -225,16 +225,14 @@ class TraverseMixin:
             _raise_keyed(err, key, prefix)
         if not out and _filtered(filter_empty, bool(self._tensordict)):
             return None
-        if batch_size is None:  # the batch kept, and its names unless others are given
+        if batch_size is None and names is NO_DEFAULT:  # the batch and its names kept
             return own_class._from_entries(
                 out, self._batch_size, self._device if device is NO_DEFAULT else device,
-                self._names if names is NO_DEFAULT else _given_names(names))
-        if names is NO_DEFAULT:
-            names = self._names if len(batch_size) == parent_ndim else None
-        elif names is not None:
-            names = _given_names(names)
+                self._names)
         return own_class._from_entries(
-            out, batch_size, self._device if device is NO_DEFAULT else device, names)
+            out, self._batch_size if batch_size is None else batch_size,
+            self._device if device is NO_DEFAULT else device,
+            _result_names(names, self._names, batch_size, parent_ndim))
 
     # -- public apply family -------------------------------------------------------------
     def apply(
@@ -441,11 +439,6 @@ def _result_names(names: Any, own: Any, batch_size: torch.Size | None,
     batch dims is kept, ``names`` when given (None when all are None)."""
     if names is NO_DEFAULT:
         return own if batch_size is None or len(batch_size) == parent_ndim else None
-    return _given_names(names)
-
-
-def _given_names(names: Any) -> tuple[str | None, ...] | None:
-    """Dim names given to a traversal, as stored: None when all are None."""
     if names is None:
         return None
     names = tuple(names)
