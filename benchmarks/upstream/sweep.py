@@ -1,11 +1,12 @@
 """A broad sweep of public operations (about 200), timed under ours and upstream.
 
 Same protocol as ``workloads.py`` (its helpers are imported); the workloads, in
-``sweep_tensordict.py`` and ``sweep_collections.py``, are the ones it does not cover: key
-lookups, casts, conversions, math, lazy and ragged stacks, tensorclasses, nn modules,
-memmap. Prints one JSON object: seconds per call, or the
-string "ERROR: ..." when a workload fails under this implementation. ``compare.py
---script sweep`` runs it under both implementations:
+``sweep_tensordict.py``, ``sweep_collections.py`` and ``sweep_steps.py``, are the ones it
+does not cover: key lookups, casts, conversions, math, lazy and ragged stacks,
+tensorclasses, nn modules, memmap, and the small calls of a TorchRL environment step.
+Prints one JSON object: seconds per call, or the string "ERROR: ..." when a workload
+fails under this implementation. ``compare.py --script sweep`` runs it under both
+implementations:
 
     python benchmarks/upstream/sweep.py [--only SUBSTRING|OTHER] [--budget 0.15]
 """
@@ -18,6 +19,7 @@ import sys
 import warnings
 
 import sweep_collections  # noqa: F401 - registers its workloads
+import sweep_steps  # noqa: F401 - registers its workloads
 import sweep_tensordict  # noqa: F401 - registers its workloads
 import torch
 from sweep_registry import SWEEP

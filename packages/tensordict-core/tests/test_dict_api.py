@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from tensordict import NonTensorData, TensorDict, set_get_defaults_to_none
-from tensordict.errors import KeyThroughLeafError
+from tensordict import LazyStackedTensorDict, NonTensorData, TensorDict, set_get_defaults_to_none
+from tensordict.errors import KeyThroughLeafError, LockedTensorDictError
 
 
 @pytest.fixture
@@ -93,6 +93,28 @@ def test_update_from_tensordict_and_clone(td):
     src = TensorDict({"a": torch.ones(3, 4)}, [3])
     td.update(src, clone=True)
     assert td["a"] is not src["a"] and td["a"].sum() == 12
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"clone": True}, {"inplace": True},
+                                    {"keys_to_update": ["a"]}])
+def test_update_from_itself_changes_nothing(td, kwargs):
+    """As upstream (TorchRL's rollout runs ``td.update(policy(td))`` with a policy that
+    writes in place): every entry stays the very object it was."""
+    before = {key: td.get(key) for key in td.keys(True)}
+    assert td.update(td, **kwargs) is td
+    assert all(td.get(key) is value for key, value in before.items())
+    lazy = LazyStackedTensorDict.lazy_stack([td.clone(), td.clone()])
+    part = lazy.tensordicts[0]["a"]
+    assert lazy.update(lazy) is lazy and lazy.tensordicts[0]["a"] is part
+
+
+def test_update_from_itself_of_a_locked_tensordict_raises(td):
+    td.lock_()
+    with pytest.raises(LockedTensorDictError):
+        td.update(td)
+    lazy = LazyStackedTensorDict.lazy_stack([td.clone(), td.clone()]).lock_()
+    with pytest.raises(LockedTensorDictError):
+        lazy.update(lazy)
 
 
 def test_update_inplace_variants(td):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict
-from tensordict._keys import TensorDictKeysView, TopKeysView
+from tensordict._keys import DictKeysView, TensorDictKeysView, TopKeysView
 from tensordict._nested_key import InvalidKeyError, is_flat_path
 from tensordict.errors import (
     InplaceWriteError,
@@ -221,7 +221,8 @@ def test_is_empty(td, empty):
 def test_keys_without_flags_is_a_live_view_of_the_top_level():
     td = make()
     keys = td.keys()
-    assert type(keys) is TopKeysView and isinstance(keys, TensorDictKeysView)
+    assert type(keys) is DictKeysView and isinstance(keys, TopKeysView)
+    assert isinstance(keys, TensorDictKeysView)
     assert list(keys) == ["a", "n", "l"] and len(keys) == 3
     assert "n" in keys and ("n", "b") not in keys and "zz" not in keys
     assert not keys.include_nested and not keys.leaves_only and not keys.sort
@@ -229,7 +230,23 @@ def test_keys_without_flags_is_a_live_view_of_the_top_level():
     assert list(keys)[-1] == "z" and len(keys) == 4
     assert [k for k, _ in td.items()] == list(td.keys())
     assert len(td.values()) == 4
-    assert repr(TensorDict(a=torch.zeros(())).keys()) == "TopKeysView(['a'])"
+    assert repr(TensorDict(a=torch.zeros(())).keys()) == "DictKeysView(['a'])"
+    lazy = LazyStackedTensorDict.lazy_stack([TensorDict(q=torch.zeros(()))] * 2)
+    assert type(lazy.keys()) is TopKeysView and list(lazy.keys()) == ["q"]
+
+
+def test_top_level_items_and_values_are_the_dicts_views():
+    """As upstream: a TensorDict's items() and values() without flags are its dict's
+    views (live, and as fast as the dict's); with flags, the traversal's views."""
+    td = make()
+    items, values = td.items(), td.values()
+    assert type(items) is type({}.items()) and type(values) is type({}.values())
+    td["z"] = torch.zeros(2)
+    assert [k for k, _ in items][-1] == "z" and values.__len__() == 4
+    assert list(td.items(is_leaf=lambda cls: True)) == list(items)
+    assert type(td.items(True)) is not type(items) and type(td.values(sort=True)) is not \
+        type(values)
+    assert ("n", "b") in [k for k, _ in td.items(True)]
 
 
 def test_keys_with_flags_or_a_predicate_keep_the_full_view():

@@ -68,3 +68,22 @@ def test_stack_of_nested_leaves_names_the_key():
 
 def test_auto_batch_size():
     assert TensorDict(nt=_nested()).auto_batch_size_().batch_size == (2,)
+
+
+def test_copy_into_nested_leaves():
+    """``copy_``/``update_`` of nested leaves (no ``_foreach_copy_`` kernel takes them):
+    each copied in place; a value of other component shapes is refused before any
+    entry is written, naming the entry and both shapes."""
+    td = TensorDict(b=torch.zeros(2), nt=_nested(), batch_size=[2])
+    target = td["nt"]
+    source = torch.nested.nested_tensor([torch.full((2, 3), 5.0), torch.full((4, 3), 6.0)])
+    td.copy_(TensorDict(b=torch.ones(2), nt=source, batch_size=[2]))
+    assert td["nt"] is target and td["b"].tolist() == [1.0, 1.0]
+    assert [part.unique().item() for part in target.unbind()] == [5.0, 6.0]
+    td.update_({"nt": _nested()})
+    assert [part.sum().item() for part in target.unbind()] == [0.0, 12.0]
+    ragged = torch.nested.nested_tensor([torch.zeros(2, 3), torch.zeros(5, 3)])
+    for bad in (ragged, torch.zeros(2, 4, 3)):
+        with pytest.raises(RuntimeError, match=r"'nt' of nested shapes \[\[2, 3\], \[4, 3\]\]"):
+            td.copy_(TensorDict(b=torch.full((2,), 7.0), nt=bad, batch_size=[2]))
+        assert td["b"].tolist() == [1.0, 1.0]  # nothing was written

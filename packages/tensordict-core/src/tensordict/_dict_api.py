@@ -205,13 +205,23 @@ class DictMixin(RestructureMixin, MetadataMixin):
     def values(self, include_nested: bool = False, leaves_only: bool = False,
                is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False
                ) -> TensorDictValuesView:
-        """The values matching :meth:`keys` with the same flags."""
+        """The values matching :meth:`keys` with the same flags (the top level of a
+        TensorDict gives its dict's own view, as upstream).
+
+        >>> list(TensorDict(a=torch.zeros(1), n={"b": torch.ones(1)}).values(True, True))
+        [tensor([0.]), tensor([1.])]
+        """
         return TensorDictValuesView(self.keys(include_nested, leaves_only, is_leaf, sort=sort))
 
     def items(self, include_nested: bool = False, leaves_only: bool = False,
               is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False
               ) -> TensorDictItemsView:
-        """``(key, value)`` pairs matching :meth:`keys` with the same flags."""
+        """``(key, value)`` pairs matching :meth:`keys` with the same flags (the top level
+        of a TensorDict gives its dict's own view, as upstream).
+
+        >>> [key for key, _ in TensorDict(a=torch.zeros(1), n={"b": torch.ones(1)}).items(True)]
+        ['a', 'n', ('n', 'b')]
+        """
         return TensorDictItemsView(self.keys(include_nested, leaves_only, is_leaf, sort=sort))
 
     @property
@@ -344,6 +354,10 @@ class DictMixin(RestructureMixin, MetadataMixin):
         >>> td.update({"a": {"c": torch.ones(())}})
         TensorDict(batch_size=[], fields={a: {b: f32[], c: f32[]}})
         """
+        if input_dict_or_td is self:  # every entry is already there
+            if self.is_locked and not ignore_lock:
+                raise errors.locked()
+            return self
         if update_batch_size and hasattr(input_dict_or_td, "batch_size"):
             resize = planned_resize(self, input_dict_or_td, clone, inplace, keys_to_update)
             if resize is not None:

@@ -346,6 +346,29 @@ class TopKeysView(TensorDictKeysView, Set):
         return set(iterable)
 
 
+class DictKeysView(TopKeysView):
+    """The :class:`TopKeysView` of a TensorDict: it holds the stored dict itself.
+
+    >>> from tensordict import TensorDict
+    >>> keys = TensorDict(a=torch.zeros(())).keys()
+    >>> type(keys).__name__, list(keys), "a" in keys
+    ('DictKeysView', ['a'], True)
+    """
+
+    __slots__ = ("_entries",)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        if key.__class__ is str:
+            return key in self._entries
+        return TopKeysView.__contains__(self, key)
+
+
 KeysView.register(TopKeysView)  # isinstance(td.keys(), KeysView), as for a dict
 
 

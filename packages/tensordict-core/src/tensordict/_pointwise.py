@@ -141,8 +141,10 @@ def copy_matching_leaves(td: Any, other: Any, non_blocking: bool = False) -> boo
             not same_shapes(mine, theirs) or \
             not writable_in_place(mine, theirs):  # (dynamo traces no attrgetter)
         return False
-    # nothing autograd records (sources included: _foreach_copy_ has no derivative)
-    torch._foreach_copy_(mine, theirs, non_blocking=non_blocking)
+    try:  # nothing autograd records (sources included: _foreach_copy_ has no derivative)
+        torch._foreach_copy_(mine, theirs, non_blocking=non_blocking)
+    except NotImplementedError:  # no kernel for a leaf (nested tensors): none written
+        return False
     return True
 
 

@@ -30,7 +30,7 @@ from tensordict._collection import (
     register_class,
 )
 from tensordict._helpers import _shape
-from tensordict._keys import has_leaf
+from tensordict._keys import DictKeysView, has_leaf
 from tensordict._map import MapMixin
 from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nested_key import NestedKey, is_flat_path
@@ -50,6 +50,7 @@ from tensordict._traverse import IndexLeaves
 from tensordict._unbatched import UnbatchedTensor
 
 _Tensor = torch.Tensor
+_new_view = object.__new__
 
 
 @register_class
@@ -180,18 +181,22 @@ class TensorDict(MapMixin, TensorDictBase):
         >>> td["m", "0"]
         tensor([0., 0.])
         """
-        entries = dict(source or {}, **kwargs)
-        size = as_size(batch_size if batch_size is not None else ())
+        entries = dict(source or {}, **kwargs) if kwargs or source is None else source
+        size = batch_size if batch_size.__class__ is torch.Size else as_size(batch_size)
         device = as_device(device) if device is not None else None
         out = cls._from_entries({}, size, device, tuple(names) if names else None)
+        store = out._tensordict
         for key, value in entries.items():
+            if value.__class__ is _Tensor and device is None:
+                store[key] = value
+                continue
             if value.__class__ is dict and nested:
                 value = cls._new_unsafe(value, size, device, nested=True)
             elif device is not None and isinstance(value, torch.Tensor) and \
                     value.device != device:
                 value = value.to(device, non_blocking=bool(non_blocking))
             if isinstance(value, torch.Tensor) or is_tensor_collection(value):
-                out._tensordict[key] = value
+                store[key] = value
             else:
                 out._set_str(key, value, inplace=False, validated=False)
         return out.lock_() if lock else out
@@ -325,6 +330,34 @@ class TensorDict(MapMixin, TensorDictBase):
                 return value is not _MISSING
         return TensorDictBase.__contains__(self, key)
 
+    def keys(self, include_nested: bool = False, leaves_only: bool = False,
+             is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False) -> Any:
+        if is_leaf is None and not (include_nested or leaves_only or sort):
+            view = _new_view(DictKeysView)  # (no __init__ call: this is a hot path)
+            view._td, view._entries = self, self._tensordict
+            return view
+        return TensorDictBase.keys(self, include_nested, leaves_only, is_leaf, sort=sort)
+
+    keys.__doc__ = TensorDictBase.keys.__doc__
+
+    def items(self, include_nested: bool = False, leaves_only: bool = False,
+              is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False
+              ) -> Any:
+        if not (include_nested or leaves_only or sort):  # the top level: the dict's view
+            return self._tensordict.items()
+        return TensorDictBase.items(self, include_nested, leaves_only, is_leaf, sort=sort)
+
+    items.__doc__ = TensorDictBase.items.__doc__
+
+    def values(self, include_nested: bool = False, leaves_only: bool = False,
+               is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False
+               ) -> Any:
+        if not (include_nested or leaves_only or sort):
+            return self._tensordict.values()
+        return TensorDictBase.values(self, include_nested, leaves_only, is_leaf, sort=sort)
+
+    values.__doc__ = TensorDictBase.values.__doc__
+
     def is_empty(self) -> bool:
         return not has_leaf(self._tensordict, TensorDict)
 
@@ -395,6 +428,8 @@ class TensorDict(MapMixin, TensorDictBase):
 
     def update(self, input_dict_or_td: Mapping[NestedKey, Any] | TensorDictBase,
                clone: bool = False, inplace: bool = False, **kwargs: Any) -> TensorDict:
+        if input_dict_or_td is self and not self._is_locked:
+            return self  # every entry is already there
         if input_dict_or_td.__class__ is TensorDict and not (clone or inplace or kwargs) \
                 and not self._is_locked:
             writes = _merge_writes(self, input_dict_or_td, [])
@@ -500,6 +535,9 @@ class TensorDict(MapMixin, TensorDictBase):
                     else shape[: len(batch_size)] == batch_size):
                 raise errors.batch_mismatch(key, shape, batch_size)
             return value
+        if value.__class__ is TensorDict and not self._batch_size and (
+                self._device is None or value._device == self._device):
+            return value  # (TorchRL's td.set("next", next_td) of unbatched envs)
         return self._convert_value(value, key, non_blocking)
 
     def _convert_value(self, value: Any, key: str, non_blocking: bool) -> Any:
