@@ -545,6 +545,16 @@ if _torchrl_available():
         env.set_seed(0)
         return lambda: env.rollout(1000, break_when_any_done=False)
 
+    @workload("torchrl 1000-step rollout (TorchRL's PendulumEnv, StepCounter, RewardSum)")
+    def _rollout_native():
+        # the same loop over TorchRL's own Pendulum, whose dynamics are tensordict reads
+        # and writes: no gym or numpy in the step
+        from torchrl.envs import PendulumEnv, RewardSum, StepCounter, TransformedEnv
+
+        env = TransformedEnv(PendulumEnv(seed=0), StepCounter())
+        env.append_transform(RewardSum())
+        return lambda: env.rollout(1000, break_when_any_done=False)
+
 
 def time_one(build: Workload, budget: float) -> float:
     """Seconds per call: the best of 3 repeats of as many calls as fit in ``budget``

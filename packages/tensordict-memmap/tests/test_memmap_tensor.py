@@ -7,11 +7,17 @@ import gc
 import multiprocessing as mp
 import os
 import pickle
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from tensordict import MemoryMappedTensor
+from tensordict.memmap._tensor import shared_storage
+
+sys.path.insert(0, str(Path(__file__).parent))
+from memmap_share_workers import fill_from_queue  # noqa: E402
 
 
 def _open_fds() -> int:
@@ -202,19 +208,15 @@ def test_anonymous_refuses_plain_pickle():
         pickle.dumps(MemoryMappedTensor.zeros(2))
 
 
-def _fill_seven(queue, done):
-    tensor = queue.get()
-    tensor.fill_(7.0)
-    done.put(type(tensor).__name__)
-
-
+@pytest.mark.parametrize("method", ["fork", "spawn"])
 @pytest.mark.parametrize("anonymous", [True, False])
-def test_shared_with_another_process(tmp_path, anonymous):
+def test_shared_with_another_process(tmp_path, anonymous, method):
     filename = None if anonymous else tmp_path / "shared.memmap"
     t = MemoryMappedTensor.zeros(4, filename=filename)
-    ctx = mp.get_context("fork")
+    assert t.is_shared() or not anonymous  # (anonymous: shared memory)
+    ctx = mp.get_context(method)
     queue, done = ctx.Queue(), ctx.Queue()
-    proc = ctx.Process(target=_fill_seven, args=(queue, done))
+    proc = ctx.Process(target=fill_from_queue, args=(queue, done))
     proc.start()
     queue.put(t)
     assert done.get(timeout=60) == "MemoryMappedTensor"
@@ -238,3 +240,16 @@ def test_reading_many_rows_opens_no_files(tmp_path):
                                                  [100_000, 2]) for _ in range(100)]
     assert len(reopened) == 100
     assert _open_fds() <= before
+
+
+def test_shared_storage_without_memfd_falls_back_to_torch(monkeypatch):
+    """Where the memory file cannot be made (not Linux, a sandbox forbidding it), the
+    storage still comes zero-filled and shared, from torch's own allocator."""
+    def refuse(*args):
+        raise OSError("memfd_create is not allowed here")
+
+    monkeypatch.setattr(os, "memfd_create", refuse)
+    storage = shared_storage(16)
+    assert storage.is_shared() and bytes(storage) == bytes(16)
+    t = MemoryMappedTensor.empty(2, 3)
+    assert t.is_shared() and torch.equal(t, torch.zeros(2, 3))
