@@ -84,7 +84,13 @@ def is_tensor_collection(obj: Any) -> bool:
         return _COLLECTION_TYPES[obj.__class__]
     except KeyError:
         pass
-    cls = obj if isinstance(obj, type) else obj.__class__
+    if isinstance(obj, type):  # a class seen before
+        known = _COLLECTION_TYPES.get(obj)
+        if known is not None:
+            return known
+        cls = obj
+    else:
+        cls = obj.__class__
     answer = _is_collection_type(cls)
     if issubclass(cls, type):  # a metaclass is never a key: its instances, classes, are
         return answer          # asked about themselves

@@ -506,7 +506,8 @@ def __getattr__(name: str) -> Any:
 
 def is_non_tensor(obj: Any) -> bool:
     """True for NonTensorData and NonTensorStack instances."""
-    return getattr(type(obj), "_is_non_tensor", False)
+    cls = obj.__class__
+    return cls is not torch.Tensor and getattr(cls, "_is_non_tensor", False)
 
 
 def unwrap_non_tensor(value: Any) -> Any:
