@@ -312,6 +312,18 @@ def test_dispatch_auto_batch_size():
     assert seen == [torch.Size([3, 2])]
 
 
+def test_dispatched_module_exports_when_called_with_keyword_tensors(linear):
+    """As upstream (TorchRL's multi-agent export test): the wrapper's signature lets
+    ``tensordict`` be left out, so ``torch.export`` binds ``module(input=x)``."""
+    import inspect
+
+    module = TensorDictModule(linear, in_keys=["input"], out_keys=["output"])
+    assert inspect.signature(module.forward).parameters["tensordict"].default is None
+    inputs = torch.randn(2, 3)
+    exported = torch.export.export(module, args=(), kwargs={"input": inputs}, strict=True)
+    torch.testing.assert_close(exported.module()(input=inputs), linear(inputs))
+
+
 def test_dispatch_requires_tensordict_argument_and_keys_for_functions():
     with pytest.raises(RuntimeError, match="must be named 'tensordict'"):
         @dispatch

@@ -11,7 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from numbers import Number
 from operator import itemgetter
 from typing import Any
@@ -30,7 +30,13 @@ from tensordict._collection import (
     register_class,
 )
 from tensordict._helpers import _shape
-from tensordict._keys import DictKeysView, has_leaf
+from tensordict._keys import (
+    DictKeysView,
+    TensorDictItemsView,
+    TensorDictKeysView,
+    TensorDictValuesView,
+    has_leaf,
+)
 from tensordict._map import MapMixin
 from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nested_key import NestedKey, is_flat_path
@@ -331,7 +337,8 @@ class TensorDict(MapMixin, TensorDictBase):
         return TensorDictBase.__contains__(self, key)
 
     def keys(self, include_nested: bool = False, leaves_only: bool = False,
-             is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False) -> Any:
+             is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False
+             ) -> TensorDictKeysView:
         if is_leaf is None and not (include_nested or leaves_only or sort):
             view = _new_view(DictKeysView)  # (no __init__ call: this is a hot path)
             view._td, view._entries = self, self._tensordict
@@ -342,7 +349,7 @@ class TensorDict(MapMixin, TensorDictBase):
 
     def items(self, include_nested: bool = False, leaves_only: bool = False,
               is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False
-              ) -> Any:
+              ) -> ItemsView[str, Any] | TensorDictItemsView:
         if not (include_nested or leaves_only or sort):  # the top level: the dict's view
             return self._tensordict.items()
         return TensorDictBase.items(self, include_nested, leaves_only, is_leaf, sort=sort)
@@ -351,7 +358,7 @@ class TensorDict(MapMixin, TensorDictBase):
 
     def values(self, include_nested: bool = False, leaves_only: bool = False,
                is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False
-               ) -> Any:
+               ) -> ValuesView[Any] | TensorDictValuesView:
         if not (include_nested or leaves_only or sort):
             return self._tensordict.values()
         return TensorDictBase.values(self, include_nested, leaves_only, is_leaf, sort=sort)

@@ -147,6 +147,23 @@ def _outputs(td: Any, keys: list[NestedKey]) -> Any:
     return values[0] if len(values) == 1 else values
 
 
+def _tensordict_optional(signature: inspect.Signature) -> inspect.Signature:
+    """The signature of a :func:`dispatch` wrapper: its ``tensordict`` may be left out
+    for keyword tensors (``torch.export`` binds ``module(input=x)`` to it), as upstream.
+
+    >>> def forward(self, tensordict, *args, **kwargs): ...
+    >>> str(_tensordict_optional(inspect.signature(forward)))
+    '(self, tensordict=None, *args, **kwargs)'
+    """
+    params = [param.replace(default=None) if name == "tensordict" and
+              param.default is inspect.Parameter.empty else param
+              for name, param in signature.parameters.items()]
+    try:
+        return signature.replace(parameters=params)
+    except ValueError:  # a required argument after it: it stays required
+        return signature
+
+
 def dispatch(
     separator: str | Callable[..., Any] = "_",
     source: str | list[NestedKey] = "in_keys",
@@ -173,7 +190,8 @@ def dispatch(
         return dispatch()(separator)
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        params = list(inspect.signature(func).parameters)
+        signature = inspect.signature(func)
+        params = list(signature.parameters)
         is_method = bool(params) and params[0] == "self"
         first = params[int(is_method)] if len(params) > int(is_method) else None
         if first != "tensordict":
@@ -206,6 +224,7 @@ def dispatch(
             out = func(owner, td) if is_method else func(td)
             return _outputs(out, keys_of(owner, dest))
 
+        wrapper.__signature__ = _tensordict_optional(signature)  # type: ignore[attr-defined]
         return wrapper
 
     return decorate
