@@ -351,9 +351,9 @@ def is_memmap(self: Any) -> bool:
     >>> td.is_memmap(), td.unlock_().is_memmap()
     (True, False)
     """
-    # hot path: a plain TensorDict holds its own entries (no data_of), and one that was
-    # never memmapped is not in the registry
-    target = self if self.__class__ is TensorDict else _target(self)
+    if self.__class__ is TensorDict:  # the hot path: its own entries, unlocked unless
+        return self._is_locked and id(self) in _MARKED and _state.is_memmap(self)  # saved
+    target = _target(self)
     return id(target) in _MARKED and _state.is_memmap(target)
 
 
