@@ -554,7 +554,7 @@ class TensorDictModule(TensorDictModuleBase):
 
     @dispatch(auto_batch_size=False)
     @_set_skip_existing_None()
-    def forward(self, tensordict: TensorDictBase, *args: Any,
+    def forward(self, tensordict: TensorDictBase | None = None, *args: Any,
                 tensordict_out: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
         """Read the inputs, call the module, write the outputs (see the class doc)."""
         inputs = self._read(tensordict)

@@ -381,7 +381,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
 
     @dispatch(auto_batch_size=False)
     @_set_skip_existing_None()
-    def forward(self, tensordict: TensorDictBase,
+    def forward(self, tensordict: TensorDictBase | None = None,
                 tensordict_out: TensorDictBase | None = None,
                 _requires_sample: bool = True) -> TensorDictBase:
         """Build the distribution and write a value (and its log-prob) of it."""
@@ -634,7 +634,7 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
 
     @dispatch(auto_batch_size=False)
     @_set_skip_existing_None()
-    def forward(self, tensordict: TensorDictBase,
+    def forward(self, tensordict: TensorDictBase | None = None,
                 tensordict_out: TensorDictBase | None = None,
                 _requires_sample: bool | None = None, **kwargs: Any) -> TensorDictBase:
         """Run the sequence (``_requires_sample=False``: stop before drawing), under the

@@ -124,7 +124,7 @@ class TensorDictSequential(TensorDictModule):
 
     @dispatch(auto_batch_size=False)
     @_set_skip_existing_None()
-    def forward(self, tensordict: TensorDictBase,
+    def forward(self, tensordict: TensorDictBase | None = None,
                 tensordict_out: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
         """Run every module on ``tensordict`` (see the class doc for ``inplace``)."""
         return self._run_modules(tensordict, tensordict_out, **kwargs)
