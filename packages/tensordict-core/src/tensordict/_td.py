@@ -542,9 +542,8 @@ class TensorDict(MapMixin, TensorDictBase):
                     else shape[: len(batch_size)] == batch_size):
                 raise errors.batch_mismatch(key, shape, batch_size)
             return value
-        if value.__class__ is TensorDict and not self._batch_size and (
-                self._device is None or value._device == self._device):
-            return value  # (TorchRL's td.set("next", next_td) of unbatched envs)
+        if value.__class__ is TensorDict:  # (TorchRL's td.set("next", next_td))
+            return self._fit_collection(value, key, non_blocking)
         return self._convert_value(value, key, non_blocking)
 
     def _convert_value(self, value: Any, key: str, non_blocking: bool) -> Any:
@@ -575,9 +574,10 @@ class TensorDict(MapMixin, TensorDictBase):
         batch_size = self._batch_size
         value_size = value.batch_size
         n = len(batch_size)
-        if value_size[:n] == batch_size:
-            if self._device is not None and value.device != self._device:
-                value = value.to(self._device, non_blocking=non_blocking)
+        if not n or value_size[:n] == batch_size:
+            device = self._device
+            if device is not None and value.device != device:
+                value = value.to(device, non_blocking=non_blocking)
             return value
         if len(value_size) < n and batch_size[: len(value_size)] == value_size:
             if getattr(value, "_is_non_tensor", False) and isinstance(value, NonTensorData):
