@@ -1,9 +1,10 @@
-"""A broad sweep of public operations (about 200), timed under ours and upstream.
+"""A broad sweep of public operations (about 330), timed under ours and upstream.
 
 Same protocol as ``workloads.py`` (its helpers are imported); the workloads, in
-``sweep_tensordict.py``, ``sweep_collections.py`` and ``sweep_steps.py``, are the ones it
-does not cover: key lookups, casts, conversions, math, lazy and ragged stacks,
-tensorclasses, nn modules, memmap, and the small calls of a TorchRL environment step.
+``sweep_tensordict.py``, ``sweep_collections.py``, ``sweep_methods.py`` and
+``sweep_steps.py``, are the ones it does not cover: key lookups, casts, conversions, math,
+lazy and ragged stacks, tensorclasses, nn modules, memmap, one call of each remaining
+TensorDict method, and the small calls of a TorchRL environment step.
 Prints one JSON object: seconds per call, or the string "ERROR: ..." when a workload
 fails under this implementation. ``compare.py --script sweep`` runs it under both
 implementations:
@@ -19,6 +20,7 @@ import sys
 import warnings
 
 import sweep_collections  # noqa: F401 - registers its workloads
+import sweep_methods  # noqa: F401 - registers its workloads
 import sweep_steps  # noqa: F401 - registers its workloads
 import sweep_tensordict  # noqa: F401 - registers its workloads
 import torch

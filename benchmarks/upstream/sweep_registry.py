@@ -1,6 +1,6 @@
 """The registry of ``sweep.py``'s workloads (``SWEEP``, filled by :func:`workload` in
-``sweep_tensordict.py``, ``sweep_collections.py`` and ``sweep_steps.py``), their scratch
-folder and the data builders they share."""
+``sweep_tensordict.py``, ``sweep_collections.py``, ``sweep_methods.py`` and
+``sweep_steps.py``), their scratch folder and the data builders they share."""
 
 
 import atexit

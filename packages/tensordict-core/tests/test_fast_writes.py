@@ -373,3 +373,18 @@ def test_fast_paths_step_aside_under_torch_compile():
     assert_same(buf, expected[0])
     assert_same(td, expected[2])
     assert counter.frame_count == 1
+
+
+def test_set_at_one_row_of_one_leaf_is_checked_before_writing():
+    td = TensorDict(a=torch.zeros(3, 2), n={"b": torch.zeros(3, 2)}, batch_size=[3])
+    td.set_at_("a", torch.ones(2), 1)
+    td.set_at_(("n", "b"), torch.ones(2), -1)
+    assert td["a"][:, 0].tolist() == [0.0, 1.0, 0.0] and td["n", "b"][:, 0].tolist() == [0, 0, 1]
+    before = td.clone()
+    with pytest.raises(RuntimeError, match=r"shape \[3\].*'a'.*\[2\]"):
+        td.set_at_("a", torch.ones(3), 0)
+    with pytest.raises(IndexError, match="batch size"):
+        td.set_at_("a", torch.ones(2), 3)
+    with pytest.raises(RuntimeError, match="share memory"):
+        td.expand(2, 3).set_at_("a", torch.ones(2), 0)
+    assert (td == before).all()

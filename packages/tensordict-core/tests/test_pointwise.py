@@ -215,3 +215,19 @@ def test_failed_inplace_op_changes_nothing(op):
     with pytest.raises(RuntimeError, match=r"'a'|'b'"):
         op(td)
     assert (td == before).all()
+
+
+@pytest.mark.parametrize("name, reference", [
+    ("mod", torch.remainder), ("rsub", lambda x, y: y - x), ("floor_divide", torch.floor_divide),
+    ("logical_xor", torch.logical_xor)])
+def test_ops_without_a_foreach_kernel_match_leafwise_and_name_a_failing_key(name, reference):
+    td = TensorDict(a=torch.tensor([1.0, 2.0]), n={"b": torch.tensor([3.0, 4.0])}, batch_size=[2])
+    operands = [td + 1] if name == "logical_xor" else [2.0, td + 1]  # (torch takes no number)
+    for other in operands:
+        out = getattr(td, name)(other)
+        for key in ["a", ("n", "b")]:
+            operand = other if isinstance(other, float) else other[key]
+            torch.testing.assert_close(out[key], reference(td[key], operand))
+    bad = TensorDict(a=torch.ones(2), n={"b": torch.ones(2, 3)}, batch_size=[2])
+    with pytest.raises(RuntimeError, match=r"\('n', 'b'\)|'b'"):
+        getattr(td, name)(bad)

@@ -233,6 +233,15 @@ def test_pytree_containers_round_trip():
     assert TensorDict.from_pytree(leaf) is leaf  # a leaf is returned as it is (upstream)
 
 
+def test_to_pytree_of_a_tensordict_not_from_a_pytree_is_itself():
+    td = TensorDict(a=torch.zeros(1), b={"c": torch.ones(1)})
+    assert td.to_pytree() is td
+    mixed = TensorDict.from_pytree({"x": [torch.zeros(1)]})
+    mixed["plain"] = td  # a nested TensorDict without a recorded type stays one
+    back = mixed.to_pytree()
+    assert back["plain"] is td and isinstance(back["x"], list)
+
+
 def test_numpy():
     out = _td().numpy()
     assert isinstance(out["a"], np.ndarray) and out["a"].shape == (2, 3)

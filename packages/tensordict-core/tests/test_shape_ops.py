@@ -289,3 +289,14 @@ def test_a_view_that_cannot_be_made_names_the_leaf():
     td = td.expand(2, 4)
     with pytest.raises(RuntimeError, match="'a'"):
         td.view(8)
+
+
+def test_reorderings_that_change_nothing_return_the_tensordict_itself():
+    td = TensorDict(a=torch.zeros(2, 3, 4), batch_size=[2, 3])
+    assert td.permute(0, 1) is td and td.permute(-2, -1) is td
+    assert td.transpose(1, -1) is td and td.movedim(0, 0) is td
+    assert td.movedim([0, 1], [0, 1]) is td
+    moved = td.movedim(0, 1)  # a real move still makes a new one
+    assert moved is not td and moved.batch_size == torch.Size([3, 2])
+    with pytest.raises(ValueError):
+        td.permute(0, 0)  # still checked before the shortcut

@@ -19,7 +19,8 @@ from typing import Any
 import torch
 
 from tensordict._collection import acts_as_tensordict, classes, is_tensor_collection, is_tensorclass
-from tensordict._pointwise import dense_leaf_pairs, dense_leaves, rebuild
+from tensordict._pointwise import dense_leaf_pairs, rebuild
+from tensordict._traverse import dense_leaves
 
 _Tensor = torch.Tensor
 #: operands compared with every leaf as they are

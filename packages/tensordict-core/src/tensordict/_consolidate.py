@@ -517,7 +517,7 @@ class ConsolidateMixin:
         >>> td.is_consolidated(), td.consolidate().is_consolidated()
         (False, True)
         """
-        return consolidated_storage(self) is not None
+        return id(self) in _MARKS and consolidated_storage(self) is not None
 
     @property
     def _consolidated(self) -> dict[str, Any] | None:

@@ -414,21 +414,28 @@ class ConvertMixin:
         return collections.namedtuple("GenericDict", keys, rename=True)(*values)
 
     def to_pytree(self) -> Any:
-        """Nested containers of the leaves: those recorded by ``from_pytree``, dicts
-        otherwise.
+        """The pytree that ``from_pytree`` converted to this collection (the containers
+        its ``"_pytree_type"`` entries recorded); this collection itself if it has no such
+        entry, as a nested one without it stays a collection in the pytree.
 
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> TensorDict(a=torch.zeros(1), b={"c": torch.ones(1)}).to_pytree()
-        {'a': tensor([0.]), 'b': {'c': tensor([1.])}}
+        >>> TensorDict.from_pytree({"a": [torch.zeros(1)], "b": torch.ones(1)}).to_pytree()
+        {'a': [tensor([0.])], 'b': tensor([1.])}
+        >>> td = TensorDict(a=torch.zeros(1))
+        >>> td.to_pytree() is td
+        True
         """
+        recorded = self._get_str(_PYTREE_TYPE, None)
+        if not isinstance(getattr(recorded, "data", None), _PytreeType):
+            return self
+        container: Any = recorded.data.type
         items = {}
-        container: Any = dict
         for key in self._keys_str():
+            if key == _PYTREE_TYPE:
+                continue
             value = self._get_str(key)
-            if key == _PYTREE_TYPE and isinstance(getattr(value, "data", None), _PytreeType):
-                container = value.data.type
-            elif _non_tensor(value):
+            if _non_tensor(value):
                 items[key] = unwrap_non_tensor(value)
             elif acts_as_tensordict(value):
                 items[key] = value.to_pytree()

@@ -19,6 +19,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._moves import adopt, move, parse_to_args, pinned
+from tensordict._plan import any_requires_grad
 from tensordict._pointwise import caster, clone_dense, map_dense
 from tensordict._reductions import reduce_fully
 from tensordict._shapes import as_device
@@ -239,7 +240,7 @@ class DeviceMixin:
 
     def is_contiguous(self) -> bool:
         """Whether every leaf is contiguous."""
-        return all(leaf.is_contiguous() for leaf in self._tensor_leaves())
+        return all(map(_Tensor.is_contiguous, self._tensor_leaves()))
 
     def contiguous(self) -> Any:
         """A TensorDict of contiguous leaves (leaves already contiguous are shared).
@@ -285,7 +286,7 @@ class DeviceMixin:
     @property
     def requires_grad(self) -> bool:
         """Whether any leaf requires grad."""
-        return any(leaf.requires_grad for leaf in self._tensor_leaves())
+        return any_requires_grad(self._tensor_leaves())
 
     def requires_grad_(self, requires_grad: bool = True) -> Any:
         """Set ``requires_grad`` on every leaf, in place.

@@ -542,6 +542,17 @@ class DictMixin(RestructureMixin, MetadataMixin):
         >>> td.set_at_("a", torch.ones(2), 1)["a"][1]
         tensor([1., 1.])
         """
+        if value.__class__ is torch.Tensor and self.__class__ is classes.TensorDict:
+            path = key_to_path(key)  # one leaf: its checked write, without a source walk
+            target = self._get_path(path, None)
+            if target.__class__ is torch.Tensor:
+                batch = self._batch_size
+                if index.__class__ is int and batch and -batch[0] <= index < batch[0]:
+                    check_write(target, value, key, target.shape[1:])  # one row: one write
+                    target[index] = value
+                else:
+                    plan_leaf_at_index(self, index, target, value, key).run()
+                return self
         return self.update_at_({key: value}, index, non_blocking=non_blocking)
 
     def get_at(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:

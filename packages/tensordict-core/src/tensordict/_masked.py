@@ -24,7 +24,8 @@ import torch
 
 from tensordict._collection import classes
 from tensordict._plan import WritePlan, broadcasts_to, check_write
-from tensordict._pointwise import dense_leaf_pairs, dense_leaves, rebuild
+from tensordict._pointwise import dense_leaf_pairs, rebuild
+from tensordict._traverse import dense_leaves
 
 _Tensor = torch.Tensor
 #: dtypes whose 0-dim fill tensor rejects the values ``masked_fill`` rejects (a half

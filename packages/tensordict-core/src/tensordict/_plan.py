@@ -30,7 +30,7 @@ import torch
 _Tensor = torch.Tensor
 _requires_grad = attrgetter("requires_grad")
 #: whether a tensor of the given lists requires grad, in one torch call where it has one
-_any_requires_grad = getattr(torch._C, "_any_requires_grad", None) or (
+any_requires_grad = getattr(torch._C, "_any_requires_grad", None) or (
     lambda *lists: any(any(map(_requires_grad, tensors)) for tensors in lists))
 _WHOLE: Any = object()  # no index: the whole target is written
 
@@ -105,7 +105,7 @@ def writable_in_place(targets: list[_Tensor], sources: Sequence[_Tensor] = ()) -
     >>> writable_in_place([torch.zeros(2)]), writable_in_place([torch.zeros(1).expand(2)])
     (True, False)
     """
-    return not (torch.is_grad_enabled() and _any_requires_grad(targets, sources)) and \
+    return not (torch.is_grad_enabled() and any_requires_grad(targets, sources)) and \
         all(map(_Tensor.is_contiguous, targets))
 
 
@@ -179,7 +179,7 @@ def copy_all(targets: list[_Tensor], sources: list[_Tensor], non_blocking: bool)
     if not targets:
         return
     if not (torch.compiler.is_compiling() or (torch.is_grad_enabled() and
-                                             _any_requires_grad(targets, sources))):
+                                             any_requires_grad(targets, sources))):
         try:
             torch._foreach_copy_(targets, sources, non_blocking=non_blocking)
             return

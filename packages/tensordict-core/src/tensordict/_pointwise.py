@@ -33,6 +33,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._plan import same_shapes, writable_in_place
+from tensordict._traverse import dense_leaves
 
 _Tensor = torch.Tensor
 _dtype = operator.attrgetter("dtype")
@@ -76,26 +77,6 @@ _IN_PLACE: dict[str, Callable[..., Any]] = {
     "maximum": lambda x, y: torch.maximum(x, y, out=x),
     "minimum": lambda x, y: torch.minimum(x, y, out=x),
 }
-
-
-def dense_leaves(entries: dict[str, Any], leaves: list[_Tensor]) -> bool:
-    """Collect the tensor leaves under the entries of a dense TensorDict, in traversal
-    order; False if one of them is anything but a plain tensor or a dense TensorDict
-    (non-tensor data, a lazy stack...: the callers then take the general traversal).
-
-    >>> leaves = []
-    >>> dense_leaves(TensorDict(a=torch.ones(1), n={"b": torch.ones(2)})._tensordict, leaves)
-    True
-    >>> [x.shape[0] for x in leaves]
-    [1, 2]
-    """
-    dense = classes.TensorDict
-    for entry in entries.values():
-        if entry.__class__ is _Tensor:
-            leaves.append(entry)
-        elif not (entry.__class__ is dense and dense_leaves(entry._tensordict, leaves)):
-            return False
-    return True
 
 
 def dense_leaf_pairs(mine: dict[str, Any], theirs: dict[str, Any], xs: list[_Tensor],
@@ -346,7 +327,8 @@ def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
     In place, every leaf is checked before the first one is written.
     """
     fn, foreach, _ = BINARY[name]
-    if foreach is not None and not kwargs and td.__class__ is classes.TensorDict and \
+    if (foreach is not None or not inplace) and not kwargs and \
+            td.__class__ is classes.TensorDict and \
             not torch.compiler.is_compiling():  # (dynamo traces no attrgetter)
         result = _dense_binary(td, name, other, inplace)
         if result is not None:
@@ -381,10 +363,11 @@ def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
 def _dense_binary(td: Any, name: str, other: Any, inplace: bool) -> Any:
     """The fast path of :func:`binary`: ``td`` a dense TensorDict of tensors and ``other``
     a Python number or a dense TensorDict with the same keys; the leaves are gathered in
-    one walk and computed in one ``_foreach`` call. None, having written nothing, when
-    that does not apply: in place, also when a result does not fit its leaf as it is
-    (broadcasting, casting); out of place, when the kernel fails. The general path then
-    handles it (and names the failing key)."""
+    one walk and computed in one ``_foreach`` call (out of place, an op without one is
+    called leaf by leaf). None, having written nothing, when that does not apply: in
+    place, also when a result does not fit its leaf as it is (broadcasting, casting); out
+    of place, when the kernel fails. The general path then handles it (and names the
+    failing key)."""
     xs: list[_Tensor] = []
     operand: Any
     if other.__class__ is classes.TensorDict:
@@ -399,6 +382,13 @@ def _dense_binary(td: Any, name: str, other: Any, inplace: bool) -> Any:
         return None
     if not xs or (inplace and not _fits(name, xs, operand)):
         return None
+    fn, foreach, _ = BINARY[name]
+    if foreach is None:
+        pairs = zip(xs, operand) if operand.__class__ is list else ((x, operand) for x in xs)
+        try:
+            return rebuild(td, iter([fn(x, y) for x, y in pairs]), td._device)
+        except (RuntimeError, TypeError):
+            return None
     if operand.__class__ is not list and (name == "mul" or name == "div"):
         operand = _scalar_tensor(xs, operand)
     if inplace:

@@ -346,6 +346,8 @@ class ShapeOpsMixin:
         """
         ndim = len(self.batch_size)
         order = permutation(self, dims)
+        if all(d == i for i, d in enumerate(order)):
+            return self  # the same order: this TensorDict, as upstream
         new = torch.Size([self.batch_size[d] for d in order])
         names = self.names
         perms: dict[int, tuple[int, ...]] = {}  # by leaf ndim: the feature dims stay
@@ -365,6 +367,8 @@ class ShapeOpsMixin:
         torch.Size([3, 2])
         """
         d0, d1 = batch_dim(self, dim0, error=ValueError), batch_dim(self, dim1, error=ValueError)
+        if d0 == d1:
+            return self  # nothing swapped: this collection, as upstream
         if self.__class__ is not classes.TensorDict:  # (a lazy stack permutes its own way)
             order = list(range(len(self.batch_size)))
             order[d0], order[d1] = d1, d0
@@ -396,6 +400,8 @@ class ShapeOpsMixin:
         if len(src) != len(dst):
             raise ValueError(f"movedim needs as many sources as destinations, got {src} and "
                              f"{dst}")
+        if src == dst:
+            return self  # nothing moved: this collection, as upstream
         order: list[int | None] = [None] * len(self.batch_size)
         for s, d in zip(src, dst):
             order[d] = s

@@ -52,6 +52,26 @@ class IndexLeaves:
         return tensor[self.index]
 
 
+def dense_leaves(entries: dict[str, Any], leaves: list[_Tensor]) -> bool:
+    """Collect the tensor leaves under the entries of a dense TensorDict, in traversal
+    order; False if one of them is anything but a plain tensor or a dense TensorDict
+    (non-tensor data, a lazy stack...: the callers then take the general traversal).
+
+    >>> leaves = []
+    >>> dense_leaves(TensorDict(a=torch.ones(1), n={"b": torch.ones(2)})._tensordict, leaves)
+    True
+    >>> [x.shape[0] for x in leaves]
+    [1, 2]
+    """
+    dense = classes.TensorDict
+    for entry in entries.values():
+        if entry.__class__ is _Tensor:
+            leaves.append(entry)
+        elif not (entry.__class__ is dense and dense_leaves(entry._tensordict, leaves)):
+            return False
+    return True
+
+
 class TraverseMixin:
     """The traversal (for classes storing entries in ``self._tensordict``)."""
 
@@ -392,6 +412,9 @@ class TraverseMixin:
     def _tensor_leaves(self) -> list[_Tensor]:
         """The tensor leaves, in traversal order (see :meth:`_from_leaves`)."""
         leaves: list[_Tensor] = []
+        if self.__class__ is classes.TensorDict and dense_leaves(self._tensordict, leaves):
+            return leaves
+        leaves = []  # (the walk above may have collected some)
         self._apply_nest(leaves.append, filter_empty=False)
         return leaves
 

@@ -568,7 +568,13 @@ class TensorDictModule(TensorDictModuleBase):
                     f"in the TensorDict (keys: {list(tensordict.keys(True, True))})"
                 ) from err
             raise
-        if out.__class__ is list:  # one output that happens to be a list
+        if out.__class__ is torch.Tensor and tensordict_out is None and self.inplace is True:
+            out_keys = self._out_keys  # the common call: one tensor written in place
+            if len(out_keys) == 1 and tensordict.__class__ is TensorDict and \
+                    out_keys[0].__class__ is str and out_keys[0] != "_":
+                tensordict._set_str(out_keys[0], out, inplace=False, validated=False)
+                return tensordict
+        elif out.__class__ is list:  # one output that happens to be a list
             out = (out,)
         return self._write_to_tensordict(tensordict, out, tensordict_out)
 
@@ -576,6 +582,8 @@ class TensorDictModule(TensorDictModuleBase):
         """The wrapped callable applied to the input ``tensors``."""
         modules = self._modules
         func = modules["module"] if "module" in modules else self.__dict__["module"]
+        if self.method is None and self._kwargs is None and not self.method_kwargs:
+            return func(*tensors, *args, **kwargs)
         if self.method is not None:
             func = getattr(func, self.method)
         if self.method_kwargs:
@@ -587,24 +595,29 @@ class TensorDictModule(TensorDictModuleBase):
     def _read(self, tensordict: TensorDictBase) -> list[Any]:
         """The module's inputs: the entries at ``in_keys`` (None where missing, unless
         ``strict``), non-tensor data as ``td[key]`` reads it (the object itself)."""
-        get_kwargs = self._get_kwargs
-        if self.strict:
-            values = [tensordict.get(key, None, **get_kwargs) for key in self.in_keys]
-            missing = [key for key, value in zip(self.in_keys, values) if value is None]
-            if missing:
-                raise MissingKeyError(
-                    f"the in_keys {missing} of {type(self.module).__name__} were not found "
-                    f"in the TensorDict (strict=True); its keys are "
-                    f"{list(tensordict.keys(True, True))}"
-                )
-        elif get_kwargs:
-            values = [tensordict.get(key, None, **get_kwargs) for key in self.in_keys]
+        if self.strict or self._get_kwargs:
+            values = self._read_with_options(tensordict)
         else:
             get = tensordict.get
             values = [get(key, None) for key in self.in_keys]
-        for i, value in enumerate(values):
+        for value in values:
             if value.__class__ is not torch.Tensor and getattr(value, "_is_non_tensor", False):
-                values[i] = tensordict[self.in_keys[i]]
+                return [tensordict[key] if getattr(value, "_is_non_tensor", False) else value
+                        for key, value in zip(self.in_keys, values)]
+        return values
+
+    def _read_with_options(self, tensordict: TensorDictBase) -> list[Any]:
+        """The entries at ``in_keys``, read with ``get_kwargs``; a missing one raises if
+        ``strict``."""
+        get_kwargs = self._get_kwargs
+        values = [tensordict.get(key, None, **get_kwargs) for key in self.in_keys]
+        missing = [key for key, value in zip(self.in_keys, values) if value is None]
+        if missing and self.strict:
+            raise MissingKeyError(
+                f"the in_keys {missing} of {type(self.module).__name__} were not found "
+                f"in the TensorDict (strict=True); its keys are "
+                f"{list(tensordict.keys(True, True))}"
+            )
         return values
 
     def _write_to_tensordict(self, tensordict: TensorDictBase, tensors: Any,
