@@ -1,9 +1,13 @@
 """The sweep's method table: one call of each TensorDict method the other sweep files do not
 time (pointwise math, dtype casts, shape and reduction methods, small queries), on a
-TensorDict of 10 leaves of shape [4, 3] beside a sub-TensorDict of 2 (see ``sweep.py``).
+TensorDict of 10 leaves of shape [4, 3] beside a sub-TensorDict of 2, on a lazy stack of 4
+of those, and on a tensorclass of the same fields; then the module-level helpers (see
+``sweep.py``).
 
-Each row is ``name: call(td)``; in-place rows keep the values bounded where repetition
-would not (``sin_``, ``clamp_``), since both implementations run the same arithmetic."""
+Each row is ``name: call(collection)``; in-place rows keep the values bounded where
+repetition would not (``sin_``, ``clamp_``), since both implementations run the same
+arithmetic. A row that a collection does not support is reported as an error by both
+implementations, and left out of the comparison."""
 
 from collections.abc import Callable
 from operator import methodcaller
@@ -11,7 +15,9 @@ from operator import methodcaller
 import torch
 from sweep_registry import workload
 
-from tensordict import TensorDict
+import tensordict
+import tensordict.utils
+from tensordict import LazyStackedTensorDict, TensorDict, tensorclass
 
 
 def sample() -> TensorDict:
@@ -19,6 +25,34 @@ def sample() -> TensorDict:
     entries = {f"k{i}": torch.rand(4, 3) + 0.5 for i in range(10)}
     entries["sub"] = {"a": torch.rand(4, 3) + 0.5, "b": torch.rand(4, 3) + 0.5}
     return TensorDict(entries, batch_size=[4])
+
+
+def lazy_sample() -> LazyStackedTensorDict:
+    """4 samples stacked lazily: batch size [4, 4]."""
+    return LazyStackedTensorDict.lazy_stack([sample() for _ in range(4)], 0)
+
+
+@tensorclass
+class Fields:
+    """The entries of :func:`sample` as the fields of a tensorclass ("sub" is a method)."""
+
+    k0: torch.Tensor
+    k1: torch.Tensor
+    k2: torch.Tensor
+    k3: torch.Tensor
+    k4: torch.Tensor
+    k5: torch.Tensor
+    k6: torch.Tensor
+    k7: torch.Tensor
+    k8: torch.Tensor
+    k9: torch.Tensor
+    nested: TensorDict
+
+
+def tc_sample() -> Fields:
+    td = sample()
+    return Fields(**{f"k{i}": td[f"k{i}"] for i in range(10)}, nested=td["sub"],
+                  batch_size=[4])
 
 
 INDEX = torch.tensor([[0], [1], [2], [3]])
@@ -106,12 +140,40 @@ CALLS: dict[str, Callable[[TensorDict], object]] = {
 }
 
 
-def _register(name: str, call: Callable[[TensorDict], object]) -> None:
-    @workload(f"method: {name}")
+#: the module-level helpers, each called on the sample TensorDict
+FUNCTIONS: dict[str, Callable[[TensorDict], object]] = {
+    "unravel_key(('a', ('b', 'c')))": lambda td: tensordict.unravel_key(("a", ("b", "c"))),
+    "unravel_key_list(3 keys)": lambda td: tensordict.unravel_key_list(["a", ("b",), ("c", "d")]),
+    "is_tensorclass(td)": lambda td: tensordict.is_tensorclass(td),
+    "is_tensor_collection(td)": lambda td: tensordict.is_tensor_collection(td),
+    "make_tensordict(a=t)": lambda td: tensordict.make_tensordict(a=INDEX, batch_size=[4]),
+    "merge_tensordicts(td, td)": lambda td: tensordict.merge_tensordicts(td, td),
+    "dense_stack_tds([td, td])": lambda td: tensordict.dense_stack_tds([td, td]),
+    "pad_sequence([td, td])": lambda td: tensordict.pad_sequence([td, td]),
+    "from_any(dict)": lambda td: tensordict.from_any({"a": INDEX, "b": {"c": INDEX}}),
+    "from_namedtuple(td.to_namedtuple())": lambda td: tensordict.from_namedtuple(NAMED),
+    "assert_allclose_td(td, td)": lambda td: tensordict.assert_allclose_td(td, td),
+    "utils.expand_as_right(t, t)": lambda td: tensordict.utils.expand_as_right(
+        INDEX.view(4), INDEX.expand(4, 3)),
+    "utils.expand_right(t, shape)": lambda td: tensordict.utils.expand_right(INDEX, (4, 1, 2)),
+    "utils.isin(td, td, 'k0')": lambda td: tensordict.utils.isin(td, td, "k0"),
+    "utils.remove_duplicates(td, 'k0')": lambda td: tensordict.utils.remove_duplicates(td, "k0"),
+    "utils.is_integer(torch.int64)": lambda td: tensordict.utils.is_integer(torch.int64),
+}
+NAMED = sample().to_namedtuple()
+
+
+def _register(label: str, build: Callable[[], object],
+              call: Callable[[object], object]) -> None:
+    @workload(label)
     def _build() -> Callable[[], object]:
-        td = sample()
-        return lambda: call(td)
+        collection = build()
+        return lambda: call(collection)
 
 
 for _name, _call in CALLS.items():
-    _register(_name, _call)
+    _register(f"method: {_name}", sample, _call)
+    _register(f"lazy method: {_name}", lazy_sample, _call)
+    _register(f"tc method: {_name}", tc_sample, _call)
+for _name, _call in FUNCTIONS.items():
+    _register(f"function: {_name}", sample, _call)

@@ -289,3 +289,36 @@ def test_explicit_no_default_raises_none_default_gives_none():
         assert stack.get(key) is None
         assert stack.get(key, 0) == 0
     assert torch.equal(stack.get("x", NO_DEFAULT), torch.zeros(2, 2))
+
+
+def _stack_of_two() -> LazyStackedTensorDict:
+    parts = [TensorDict(a=torch.rand(4, 3) + 1, n={"b": torch.rand(4) + 1}, batch_size=[4])
+             for _ in range(2)]
+    return LazyStackedTensorDict.lazy_stack(parts, 0)
+
+
+@pytest.mark.parametrize("op", [
+    lambda td, other: td.minimum_(other), lambda td, other: td.add_(other),
+    lambda td, other: td.addcdiv_(other, other, value=0.5),
+    lambda td, other: td.lerp_(other, 0.25), lambda td, other: td.mul_(2.0)])
+def test_in_place_ops_of_lazy_stacks_write_each_part_as_the_dense_op_does(op):
+    stack, other = _stack_of_two(), _stack_of_two()
+    expected = [op(part.clone(), theirs) for part, theirs in zip(stack.tensordicts,
+                                                                  other.tensordicts)]
+    assert op(stack, other) is stack
+    for part, want in zip(stack.tensordicts, expected):
+        assert (part == want).all()
+
+
+def test_an_in_place_op_of_a_lazy_stack_that_cannot_fit_writes_nothing():
+    stack = _stack_of_two()
+    other = stack.clone()
+    other.tensordicts[1]["a"] = torch.ones(4, 3, dtype=torch.complex64)  # no cast to float
+    before = stack.clone()
+    with pytest.raises(RuntimeError):
+        stack.add_(other)
+    assert (stack == before).all()  # the first part was not written either
+    other.tensordicts[1]["a"] = torch.ones(4, 1)  # broadcasts: the general path writes it
+    stack.add_(other)
+    torch.testing.assert_close(stack.tensordicts[1]["a"], before.tensordicts[1]["a"] + 1)
+    assert not stack.is_contiguous() and stack.contiguous().is_contiguous()

@@ -64,6 +64,8 @@ class TensorCollection(metaclass=_CollectionMeta):
     """
 
     __slots__ = ()
+    #: set by the ``@tensorclass`` plugin on its classes (here: a hit for every other one)
+    _is_tensorclass = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -195,8 +197,8 @@ def is_tensorclass(obj: Any) -> bool:
     >>> is_tensorclass(TensorCollection), is_tensorclass(object())
     (False, False)
     """
-    cls = obj if isinstance(obj, type) else type(obj)
-    return bool(getattr(cls, "_is_tensorclass", False))
+    return bool(getattr(obj if isinstance(obj, type) else obj.__class__, "_is_tensorclass",
+                        False))
 
 
 class _Classes:

@@ -237,6 +237,15 @@ class DensifyMixin:
         """
         return self._dense(None)
 
+    def is_contiguous(self) -> bool:
+        """False: a lazy stack keeps its parts apart (:meth:`contiguous` joins them), as
+        upstream says.
+
+        >>> TensorDict.lazy_stack([TensorDict(x=torch.zeros(2))] * 3).is_contiguous()
+        False
+        """
+        return False
+
     def to_tensordict(self, *, retain_none: bool | None = None) -> Any:
         """A TensorDict copy of the stack (see :meth:`contiguous`)."""
         return self._dense(None)

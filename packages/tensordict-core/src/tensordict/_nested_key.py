@@ -54,11 +54,18 @@ def _flatten(key: Any) -> tuple[str, ...]:
         return (key,)
     if not isinstance(key, tuple):
         return ()
-    if all(part.__class__ is str for part in key):
-        return key
+    return _flatten_tuple(key)
+
+
+def _flatten_tuple(key: tuple[Any, ...]) -> tuple[str, ...]:
+    """:func:`_flatten` of a tuple."""
     out: list[str] = []
     for part in key:
-        strings = _flatten(part)
+        cls = part.__class__
+        if cls is str:
+            out.append(part)
+            continue
+        strings = _flatten_tuple(part) if cls is tuple else _flatten(part)
         if not strings:
             return ()
         out += strings
@@ -119,11 +126,13 @@ def unravel_key(key: NestedKey) -> NestedKey:
                 break
         else:
             return key[0] if len(key) == 1 else key
-    if isinstance(key, str):
+        path = _flatten_tuple(key)
+    elif isinstance(key, str):
         return key
-    if not isinstance(key, tuple):
+    elif isinstance(key, tuple):
+        path = _flatten_tuple(key)
+    else:
         raise RuntimeError(_bad_key(key))
-    path = _flatten(key)
     return path[0] if len(path) == 1 else path
 
 
@@ -145,10 +154,18 @@ def unravel_key_list(keys: Iterable[NestedKey]) -> list[NestedKey]:
                         f"or a tuple of keys, got {type(keys)}.")
     out: list[NestedKey] = []
     for key in keys:
-        path = _flatten(key)
-        if not path:
+        cls = key.__class__
+        if cls is str:
+            out.append(key)
+            continue
+        if cls is tuple and len(key) == 2 and key[0].__class__ is str and \
+                key[1].__class__ is str:  # the common ("a", "b") pair
+            out.append(key)
+            continue
+        unravelled = unravel_key(key)  # RuntimeError for other types than str and tuple
+        if unravelled == ():
             raise RuntimeError(_bad_key(key))
-        out.append(path[0] if len(path) == 1 else path)
+        out.append(unravelled)
     return out
 
 

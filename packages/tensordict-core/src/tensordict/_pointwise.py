@@ -33,7 +33,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._plan import same_shapes, writable_in_place
-from tensordict._traverse import dense_leaves
+from tensordict._traverse import dense_leaves, stacked_leaves
 
 _Tensor = torch.Tensor
 _dtype = operator.attrgetter("dtype")
@@ -102,6 +102,16 @@ def dense_leaf_pairs(mine: dict[str, Any], theirs: dict[str, Any], xs: list[_Ten
                   and dense_leaf_pairs(x._tensordict, y._tensordict, xs, ys, targets_also)):
             return False
     return True
+
+
+def stacked_leaf_pairs(td: Any, other: Any, xs: list[_Tensor], ys: list[_Tensor]) -> bool:
+    """:func:`dense_leaf_pairs` of two dense TensorDicts, or part by part of two lazy
+    stacks of them with one batch size and stack dim."""
+    if td.__class__ is other.__class__ is classes.TensorDict:
+        return dense_leaf_pairs(td._tensordict, other._tensordict, xs, ys)
+    return td.__class__ is other.__class__ is classes.LazyStackedTensorDict and \
+        td.stack_dim == other.stack_dim and td.batch_size == other.batch_size and \
+        all(stacked_leaf_pairs(a, b, xs, ys) for a, b in zip(td.tensordicts, other.tensordicts))
 
 
 def copy_matching_leaves(td: Any, other: Any, non_blocking: bool = False) -> bool:
@@ -327,8 +337,9 @@ def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
     In place, every leaf is checked before the first one is written.
     """
     fn, foreach, _ = BINARY[name]
-    if (foreach is not None or not inplace) and not kwargs and \
-            td.__class__ is classes.TensorDict and \
+    if (foreach is not None or not inplace) and not kwargs and (
+            td.__class__ is classes.TensorDict or
+            (inplace and td.__class__ is classes.LazyStackedTensorDict)) and \
             not torch.compiler.is_compiling():  # (dynamo traces no attrgetter)
         result = _dense_binary(td, name, other, inplace)
         if result is not None:
@@ -361,8 +372,9 @@ def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
 
 
 def _dense_binary(td: Any, name: str, other: Any, inplace: bool) -> Any:
-    """The fast path of :func:`binary`: ``td`` a dense TensorDict of tensors and ``other``
-    a Python number or a dense TensorDict with the same keys; the leaves are gathered in
+    """The fast path of :func:`binary`: ``td`` a dense TensorDict of tensors (in place,
+    also a lazy stack of them) and ``other`` a Python number or a collection of the same
+    kind with the same keys; the leaves are gathered in
     one walk and computed in one ``_foreach`` call (out of place, an op without one is
     called leaf by leaf). None, having written nothing, when that does not apply: in
     place, also when a result does not fit its leaf as it is (broadcasting, casting); out
@@ -370,13 +382,13 @@ def _dense_binary(td: Any, name: str, other: Any, inplace: bool) -> Any:
     failing key)."""
     xs: list[_Tensor] = []
     operand: Any
-    if other.__class__ is classes.TensorDict:
+    if other.__class__ is td.__class__:
         operand = []
-        if not dense_leaf_pairs(td._tensordict, other._tensordict, xs, operand):
+        if not stacked_leaf_pairs(td, other, xs, operand):
             return None
     elif other.__class__ in _SCALARS:
         operand = other
-        if not dense_leaves(td._tensordict, xs):
+        if not stacked_leaves(td, xs):
             return None
     else:
         return None
@@ -649,8 +661,9 @@ def _ternary(td: Any, name: str, first: Any, second: Any, *, inplace: bool,
     method = getattr(_Tensor, f"{name}_")
     if inplace and not torch.compiler.is_compiling():
         def check(x: _Tensor, a: Any, b: Any) -> None:
-            if any(isinstance(t, _Tensor) and t.is_nested for t in (x, a, b)):
-                return
+            if any(isinstance(t, _Tensor) and t.is_nested for t in (x, a, b)) or (
+                    _like(a, x) and (_like(b, x) or isinstance(b, Number))):
+                return  # (operands of the leaf's shape and dtype always fit)
             out = fn(_on_meta(x), _on_meta(a), _on_meta(b), **kwargs)
             if out.shape != x.shape or not torch.can_cast(out.dtype, x.dtype):
                 raise RuntimeError(f"the result (shape {tuple(out.shape)}, dtype {out.dtype}) "
@@ -675,6 +688,12 @@ def _ternary(td: Any, name: str, first: Any, second: Any, *, inplace: bool,
                      NO_DEFAULT)
 
 
+def _like(value: Any, leaf: _Tensor) -> bool:
+    """Whether ``value`` is a tensor of the shape and dtype of ``leaf``."""
+    return value.__class__ is _Tensor and value.dtype == leaf.dtype and \
+        value.shape == leaf.shape
+
+
 def _on_meta(value: Any) -> Any:
     """A (strided) tensor's stand-in on the meta device (same shape, strides and dtype:
     an op on it checks what the real op would, computing nothing); other values as they
@@ -686,7 +705,8 @@ def _on_meta(value: Any) -> Any:
 def _dense_ternary(td: Any, name: str, first: Any, second: Any, inplace: bool,
                    value: Any) -> Any:
     """The fast path of :func:`_ternary`: ``td``, ``first`` and ``second`` (or, for lerp,
-    a Python number weight) dense TensorDicts with the same keys, their leaves gathered in
+    a Python number weight) dense TensorDicts with the same keys (in place, also lazy
+    stacks of them), their leaves gathered in
     one walk and computed by one ``_foreach`` call. None, having written nothing, when that
     does not apply: in place, also unless every leaf trio has one shape and one floating
     dtype (nothing can fail half way); out of place, when the kernel fails.
@@ -695,18 +715,18 @@ def _dense_ternary(td: Any, name: str, first: Any, second: Any, inplace: bool,
     >>> _dense_ternary(td, "lerp", td + 2, 0.5, False, None)["n", "b"]
     tensor([2., 2.])
     """
-    dense = classes.TensorDict
-    if td.__class__ is not dense or first.__class__ is not dense or \
+    if not (td.__class__ is classes.TensorDict or
+            (inplace and td.__class__ is classes.LazyStackedTensorDict)) or \
             torch.compiler.is_compiling():
         return None
     xs: list[_Tensor] = []
     ys: list[_Tensor] = []
-    if not dense_leaf_pairs(td._tensordict, first._tensordict, xs, ys) or not xs:
+    if not stacked_leaf_pairs(td, first, xs, ys) or not xs:
         return None
     operands: list[Any] = [xs, ys]
-    if second.__class__ is dense:
+    if second.__class__ is td.__class__:
         zs: list[_Tensor] = []
-        if not dense_leaf_pairs(td._tensordict, second._tensordict, [], zs):
+        if not stacked_leaf_pairs(td, second, [], zs):
             return None
         operands.append(zs)
     elif name == "lerp" and second.__class__ in _SCALARS:

@@ -72,6 +72,15 @@ def dense_leaves(entries: dict[str, Any], leaves: list[_Tensor]) -> bool:
     return True
 
 
+def stacked_leaves(td: Any, leaves: list[_Tensor]) -> bool:
+    """:func:`dense_leaves` of a dense TensorDict, or of every part of a lazy stack of
+    them (the in-place fast paths write into the parts' leaves)."""
+    if td.__class__ is classes.TensorDict:
+        return dense_leaves(td._tensordict, leaves)
+    return td.__class__ is classes.LazyStackedTensorDict and \
+        all(stacked_leaves(part, leaves) for part in td.tensordicts)
+
+
 class TraverseMixin:
     """The traversal (for classes storing entries in ``self._tensordict``)."""
 
@@ -412,7 +421,7 @@ class TraverseMixin:
     def _tensor_leaves(self) -> list[_Tensor]:
         """The tensor leaves, in traversal order (see :meth:`_from_leaves`)."""
         leaves: list[_Tensor] = []
-        if self.__class__ is classes.TensorDict and dense_leaves(self._tensordict, leaves):
+        if stacked_leaves(self, leaves):
             return leaves
         leaves = []  # (the walk above may have collected some)
         self._apply_nest(leaves.append, filter_empty=False)
