@@ -230,12 +230,12 @@ def guard_fast_fields(obj: Any, names: Any = None) -> None:
     fast = type(obj)._tc_fast
     if not fast:
         return
-    storage = obj.__dict__
-    for name in [n for n in (tuple(fast) if names is None else names) if n in fast]:
-        value = storage.get(name)
-        if (value is not None and value.__class__ is not _Tensor
-                and getattr(value, "_is_non_tensor", False)):
-            demote(type(obj), (name,))
+    get = obj.__dict__.get
+    held = [name for name in (fast if names is None else names)
+            if get(name).__class__ is not _Tensor and name in fast
+            and getattr(get(name), "_is_non_tensor", False)]
+    if held:
+        demote(type(obj), held)
 
 
 def attach(obj: Any, td: Any) -> None:

@@ -33,7 +33,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from tensordict import TensorDict, TensorDictBase, plugins
+from tensordict import TensorDict, TensorDictBase, is_tensor_collection, plugins
 
 #: Operators of TensorDict forwarded as they are (when TensorDict defines them).
 OPERATORS = frozenset(
@@ -78,6 +78,11 @@ def unwrap(args: Any, originals: list[Any]) -> Any:
     ``id()`` guards on the object itself, and every call with a new instance recompiles.
     """
     base = Wrapper
+    for arg in args:
+        if isinstance(arg, base) or type(arg) in (list, tuple):
+            break
+    else:
+        return args  # (the common case: numbers, keys, tensors)
     out = list(args)
     for i, arg in enumerate(out):
         if isinstance(arg, base):
@@ -164,9 +169,9 @@ def deliver(cls: type, result: Any, originals: list[Any]) -> Any:
     kind = result.__class__
     if kind is tuple or kind is list:
         return kind([deliver(cls, item, originals) for item in result])
-    if (kind is TensorDict  # the common case: no ABC check
-            or isinstance(result, TensorDictBase) and not getattr(result, "_is_non_tensor", False)
-            ) and fits(cls, result):
+    if (kind is TensorDict  # the common case: no ABC check (nor for sizes, tensors...)
+            or is_tensor_collection(result) and isinstance(result, TensorDictBase)
+            and not getattr(result, "_is_non_tensor", False)) and fits(cls, result):
         if originals:
             restore_classes(result, originals[0]._tensordict)
         return cls._from_storage(result)

@@ -97,7 +97,11 @@ class TensorClassBase(Wrapper):
         td = self._tensordict
         if td.__class__ is not TensorDict or self.__dict__ is not td._tensordict:
             _fields.attach(self, td)
-        extra = [key for key in td.keys() if key not in type(self)._tc_field_set]
+        fields = type(self)._tc_field_set
+        if td.__class__ is TensorDict and td._tensordict.keys() <= fields:
+            extra = None  # (the common case, in one set comparison)
+        else:
+            extra = [key for key in td.keys() if key not in fields]
         if extra:
             for key in extra:
                 td._del_str(key)
