@@ -322,3 +322,28 @@ def test_an_in_place_op_of_a_lazy_stack_that_cannot_fit_writes_nothing():
     stack.add_(other)
     torch.testing.assert_close(stack.tensordicts[1]["a"], before.tensordicts[1]["a"] + 1)
     assert not stack.is_contiguous() and stack.contiguous().is_contiguous()
+
+
+def test_pieces_along_the_stack_dim_are_stacks_of_the_parts_with_the_dim_name():
+    parts = [TensorDict(a=torch.full((4,), float(i)), batch_size=[4], names=["x"])
+             for i in range(5)]
+    stack = LazyStackedTensorDict.lazy_stack(parts, 0, stack_dim_name="s")
+    for pieces in (stack.split(2), stack.tensor_split(3), stack.chunk(2)):
+        runs = [piece.tensordicts for piece in pieces]
+        assert [part for run in runs for part in run] == parts  # the parts themselves, in order
+        assert all(piece.names == ["s", "x"] for piece in pieces)
+    assert [len(p.tensordicts) for p in stack.tensor_split(3)] == [2, 2, 1]  # as torch
+    assert stack[1:3].names == ["s", "x"] and stack[1:3].tensordicts == parts[1:3]
+    stack[2] = TensorDict(a=torch.full((4,), 9.0), batch_size=[4])  # one part, written whole
+    assert parts[2]["a"].tolist() == [9.0] * 4
+    with pytest.raises(RuntimeError):
+        stack[2] = TensorDict(a=torch.zeros(3), batch_size=[3])
+    assert parts[2]["a"].tolist() == [9.0] * 4
+
+
+def test_filter_empty_of_a_lazy_stack_drops_the_empty_nodes_only():
+    parts = [TensorDict(a=torch.zeros(2), e={}, n={"b": torch.zeros(2)}, batch_size=[2])
+             for _ in range(2)]
+    stack = LazyStackedTensorDict.lazy_stack(parts, 0)
+    assert stack.filter_empty_() is stack
+    assert set(stack.keys()) == {"a", "n"} and all(set(p.keys()) == {"a", "n"} for p in parts)

@@ -300,3 +300,12 @@ def test_reorderings_that_change_nothing_return_the_tensordict_itself():
     assert moved is not td and moved.batch_size == torch.Size([3, 2])
     with pytest.raises(ValueError):
         td.permute(0, 0)  # still checked before the shortcut
+
+
+@pytest.mark.parametrize("length", [0, 1, 5, 7])
+@pytest.mark.parametrize("sections", [1, 2, 3, 8, [1, 3], torch.tensor([2])])
+def test_tensor_split_sizes_are_torchs(length, sections):
+    td = TensorDict(a=torch.arange(length), batch_size=[length])
+    expected = torch.arange(length).tensor_split(sections)
+    assert [piece["a"].tolist() for piece in td.tensor_split(sections)] == \
+        [part.tolist() for part in expected]

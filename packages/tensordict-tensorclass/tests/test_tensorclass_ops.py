@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tensordict import LinkedList, TensorDict
+from tensordict import LinkedList, TensorDict, tensorclass
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tensorclass_test_classes import Decorated, Inner, Outer  # noqa: E402
@@ -322,3 +322,14 @@ def test_to_tensordict_gives_a_tensordict_copy_of_the_fields():
     assert out["x"].data_ptr() != pair.x.data_ptr() and out.batch_size == (2,)
     nested = TensorDict({"p": pair}, [2]).to_tensordict()
     assert type(nested["p"]) is TensorDict
+
+def test_an_op_that_changes_nothing_returns_the_instance_itself():
+    @tensorclass
+    class Grid:
+        x: torch.Tensor
+
+    grid = Grid(x=torch.zeros(2, 3, 4), batch_size=[2, 3])
+    assert grid.movedim(0, 0) is grid and grid.permute(0, 1) is grid
+    assert grid.reshape(2, 3) is grid and grid.to_pytree() is grid
+    moved = grid.transpose(0, 1)
+    assert type(moved) is Grid and moved.batch_size == torch.Size([3, 2])

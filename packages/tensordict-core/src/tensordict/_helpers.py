@@ -40,14 +40,13 @@ def expand_right(tensor: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
     >>> expand_right(torch.zeros(3), (3, 4, 5)).shape
     torch.Size([3, 4, 5])
     """
-    shape = torch.Size(shape)
-    if tensor.ndim > len(shape):
+    extra = len(shape) - tensor.ndim
+    if extra < 0:
         raise RuntimeError(
             f"cannot expand a tensor of shape {tuple(tensor.shape)} to the smaller shape "
             f"{tuple(shape)}"
         )
-    view = tensor.reshape(tuple(tensor.shape) + (1,) * (len(shape) - tensor.ndim))
-    return view.expand(shape)
+    return (tensor[(..., *(None,) * extra)] if extra else tensor).expand(shape)
 
 
 def expand_as_right(tensor: Any, dest: Any) -> Any:

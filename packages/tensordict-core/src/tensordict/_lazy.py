@@ -735,13 +735,16 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
                                  f"batch size {self._batch_size}: its size is unknown")
             return self._apply_nest(lambda x: x[parts], batch_size=indexed_batch_size(
                 self._batch_size, parts))
-        return type(self)._from_entries(pieces, out_dims)
+        return type(self)._from_entries(pieces, out_dims, self._stack_dim_name)
 
     def _set_at_index(self, index: Any, value: Any) -> None:
         self._plan_at_index(index, value).run()
 
     def _plan_at_index(self, index: Any, value: Any) -> WritePlan:
         """The writes of ``self[index] = value`` into the parts, all checked first."""
+        if index.__class__ is int and not self._stack_dim and \
+                -len(self.tensordicts) <= index < len(self.tensordicts):
+            return part_plan(self.tensordicts[index], (), value)  # one part, written whole
         parts = normalize_index(index, self._batch_size)
         check_bounds(masks_to_indices(parts), self._batch_size)
         sd = self._stack_dim

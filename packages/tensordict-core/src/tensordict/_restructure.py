@@ -261,9 +261,8 @@ class RestructureMixin:
     def filter_empty_(self) -> Any:
         """Drop sub-TensorDicts that hold no leaves; returns self."""
         for key in list(self._keys_str()):
-            value = self._get_str(key)
-            if is_sub_tensordict(value):
-                if value.filter_empty_().is_empty():
+            if is_sub_tensordict(self._peek_str(key)):  # (a lazy stack builds no leaf)
+                if self._get_str(key).filter_empty_().is_empty():
                     self._del_str(key)
         return self
 

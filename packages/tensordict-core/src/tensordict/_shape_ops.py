@@ -186,12 +186,17 @@ def _restructure_parts(td: Any, method: str, args: tuple[Any, ...],
 
 def _split_along(td: Any, dim: int, sizes: list[int]) -> tuple[Any, ...]:
     starts = [sum(sizes[:i]) for i in range(len(sizes))]
-    batch = td.batch_size
-    new_sizes = [batch[:dim] + torch.Size([s]) + batch[dim + 1:] for s in sizes]
-    lead = (slice(None),) * dim
-    indices = [(*lead, slice(a, a + n)) for a, n in zip(starts, sizes)]
-    pieces = _restructure_parts(td, "split", (sizes, dim), indices,
-                                new_sizes, td.names)
+    if td.__class__ is classes.LazyStackedTensorDict and dim == td.stack_dim:
+        parts = td.tensordicts  # stacks of runs of the parts, as slicing gives
+        pieces = tuple(td._from_entries(parts[a:a + n], dim, td._stack_dim_name)
+                       for a, n in zip(starts, sizes))
+    else:
+        batch = td.batch_size
+        new_sizes = [batch[:dim] + torch.Size([s]) + batch[dim + 1:] for s in sizes]
+        lead = (slice(None),) * dim
+        indices = [(*lead, slice(a, a + n)) for a, n in zip(starts, sizes)]
+        pieces = _restructure_parts(td, "split", (sizes, dim), indices, new_sizes,
+                                    td.names)
     if td.is_locked:  # as upstream's split and chunk (not unbind)
         for piece in pieces:
             piece.lock_()
@@ -572,8 +577,12 @@ class ShapeOpsMixin:
         [torch.Size([1]), torch.Size([2]), torch.Size([2])]
         """
         dim = batch_dim(self, dim)
-        sizes = [len(p) for p in torch.arange(self.batch_size[dim]).tensor_split(
-            indices_or_sections)]
+        length = self.batch_size[dim]
+        if indices_or_sections.__class__ is int and indices_or_sections > 0:
+            size, longer = divmod(length, indices_or_sections)  # as torch: longer ones first
+            sizes = [size + 1] * longer + [size] * (indices_or_sections - longer)
+        else:
+            sizes = [len(p) for p in torch.arange(length).tensor_split(indices_or_sections)]
         return _split_along(self, dim, sizes)
 
     def narrow(self, dim: int, start: int, length: int) -> Any:

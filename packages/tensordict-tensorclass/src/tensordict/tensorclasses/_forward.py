@@ -53,6 +53,14 @@ RETURNS_ENTRIES = frozenset({
 })
 
 
+#: Methods that never change the collection: when one returns the TensorDict itself (a
+#: reshape to the same shape...), the instance is returned without a resync.
+UNCHANGING = frozenset({
+    "to_pytree", "permute", "transpose", "movedim", "moveaxis", "swapaxes", "swapdims",
+    "reshape", "view", "squeeze", "flatten", "contiguous",
+})
+
+
 class Wrapper:
     """Base of the tensorclass base: an instance holds its data in ``_tensordict``, which
     the forwarding rule passes to TensorDict in its place."""
@@ -181,6 +189,7 @@ def deliver(cls: type, result: Any, originals: list[Any]) -> Any:
 def method(name: str, doc: str | None = None) -> Callable[..., Any]:
     """``name`` of the instance's TensorDict, called with the forwarding rule."""
     rewrap = name not in RETURNS_ENTRIES and not name.startswith("_") or name in OPERATORS
+    unchanging = name in UNCHANGING
 
     def forwarded(self: Any, *args: Any, **kwargs: Any) -> Any:
         originals = [self]
@@ -189,6 +198,8 @@ def method(name: str, doc: str | None = None) -> Callable[..., Any]:
         if kwargs:
             kwargs = dict(zip(kwargs, unwrap(tuple(kwargs.values()), originals)))
         result = getattr(self._tensordict, name)(*args, **kwargs)
+        if unchanging and result is self._tensordict:
+            return self
         if rewrap:
             return deliver(type(self), result, originals)
         return self if result is self._tensordict else result
