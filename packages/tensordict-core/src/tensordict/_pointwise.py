@@ -374,12 +374,11 @@ def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
 def _dense_binary(td: Any, name: str, other: Any, inplace: bool) -> Any:
     """The fast path of :func:`binary`: ``td`` a dense TensorDict of tensors (in place,
     also a lazy stack of them) and ``other`` a Python number or a collection of the same
-    kind with the same keys; the leaves are gathered in
-    one walk and computed in one ``_foreach`` call (out of place, an op without one is
-    called leaf by leaf). None, having written nothing, when that does not apply: in
-    place, also when a result does not fit its leaf as it is (broadcasting, casting); out
-    of place, when the kernel fails. The general path then handles it (and names the
-    failing key)."""
+    kind with the same keys; the leaves are gathered in one walk and computed in one
+    ``_foreach`` call (out of place, an op without one is called leaf by leaf). None,
+    having written nothing, when that does not apply: in place, also when a result does
+    not fit its leaf as it is (broadcasting, casting); out of place, when the kernel
+    fails. The general path then handles it (and names the failing key)."""
     xs: list[_Tensor] = []
     operand: Any
     if other.__class__ is td.__class__:
