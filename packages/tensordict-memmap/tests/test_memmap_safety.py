@@ -421,6 +421,8 @@ def _same(a, b) -> bool:
         return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
     if isinstance(a, dict):
         return type(b) is dict and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, torch.Tensor):
+        return type(b) is torch.Tensor and torch.equal(a, b)
     return type(a) is type(b) and a == b
 
 
@@ -469,38 +471,84 @@ def test_upstream_files_still_load(tmp_path):
     assert math.isnan(value["a"]) and value["b"] == [1, 2] and value["c"] == math.inf
 
 
-@pytest.mark.parametrize("value, kind", [({1, 2}, "set"), ({1: "a"}, "dict with non-string"),
-                                         (object(), "object"), (1j, "complex")])
-def test_other_values_need_allow_pickle_at_save_time(tmp_path, value, kind):
+class Opaque:
+    """A value of a class: its pickle names code (this module's class) to run on load."""
+
+    def __init__(self, tag: int) -> None:
+        self.tag = tag
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Opaque) and other.tag == self.tag
+
+
+@pytest.mark.parametrize("value", [{1, 2}, {1: "a"}, 1j, Opaque(3),
+                                   {"w": torch.arange(3.0), "steps": [torch.ones(2)]}])
+def test_values_without_json_are_pickled_by_default(tmp_path, value):
+    td = _small(2)
+    td["n", "odd"] = NonTensorData(value)
+    td.memmap(tmp_path)
+    assert (tmp_path / "n" / "odd" / "other.pickle").exists()
+    assert _same(value, TensorDict.load_memmap(tmp_path, allow_pickle=True)["n", "odd"])
+
+
+@pytest.mark.parametrize("value", [{1, 2}, {1: "a"}, 1j, {(1, 2): frozenset({3})},
+                                   {"w": torch.arange(3.0), "steps": [torch.ones(2)]}])
+def test_pickled_plain_data_loads_without_allow_pickle(tmp_path, value):
+    TensorDict(odd=NonTensorData(value)).memmap(tmp_path)
+    assert _same(value, TensorDict.load_memmap(tmp_path)["odd"])
+
+
+def test_a_pickle_that_names_code_needs_allow_pickle(tmp_path):
+    TensorDict(odd=NonTensorData(Opaque(3))).memmap(tmp_path)
+    with pytest.raises(pickle.UnpicklingError,
+                       match=r"odd/other.pickle .*needs \S*test_memmap_safety.Opaque.*"
+                             r"allow_pickle=True"):
+        TensorDict.load_memmap(tmp_path)
+    assert TensorDict.load_memmap(tmp_path, allow_pickle=True)["odd"] == Opaque(3)
+
+
+class _RunsCode:
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.mkdir, (self.marker,))
+
+
+def test_a_malicious_pickle_is_refused_before_it_runs(tmp_path):
+    marker = tmp_path / "ran"
+    TensorDict(s=NonTensorData({1})).memmap(tmp_path / "victim")
+    payload = pickle.dumps({"data": _RunsCode(str(marker)), "_metadata": None})
+    (tmp_path / "victim" / "s" / "other.pickle").write_bytes(payload)
+    with pytest.raises(pickle.UnpicklingError, match=r"needs posix.mkdir"):
+        TensorDict.load_memmap(tmp_path / "victim")
+    assert not marker.exists()
+    (tmp_path / "victim" / "s" / "other.pickle").write_bytes(payload[:-5])
+    with pytest.raises(ValueError, match="other.pickle is corrupt"):
+        TensorDict.load_memmap(tmp_path / "victim")
+
+
+def test_allow_pickle_false_refuses_to_write_a_pickle(tmp_path):
     prefix = tmp_path / "data"
     _small(1).memmap(prefix)
     before = _listing(prefix)
     td = _small(2)
-    td["n", "odd"] = NonTensorData(value)
-    with pytest.raises(TypeError, match=rf"\('n', 'odd'\): a {kind}.*allow_pickle=True"):
-        td.memmap(prefix)
-    with pytest.raises(TypeError, match="allow_pickle=True"):
-        td.memmap(tmp_path / "fresh")
+    td["n", "odd"] = NonTensorData({1, 2})
+    with pytest.raises(TypeError, match=r"\('n', 'odd'\) without pickle: a set.*"
+                                        r"allow_pickle=False"):
+        td.memmap(prefix, allow_pickle=False)
+    with pytest.raises(TypeError, match="allow_pickle=False"):
+        td.memmap(tmp_path / "fresh", allow_pickle=False)
     assert _listing(prefix) == before and not (tmp_path / "fresh").exists()
     assert _leftovers(prefix) == []
-    if kind == "object":
-        return  # pickles, but another object comes back
-    td.memmap(prefix, allow_pickle=True)
-    with pytest.raises(pickle.UnpicklingError, match="allow_pickle=True"):
-        TensorDict.load_memmap(prefix)
-    assert TensorDict.load_memmap(prefix, allow_pickle=True)["n", "odd"] == value
-
-
-def test_stack_and_metadata_need_allow_pickle(tmp_path):
     stack = TensorDict(objs=NonTensorStack.from_list([{1}, {2}]), batch_size=[2])
-    with pytest.raises(TypeError, match="'objs': a set"):
-        stack.memmap(tmp_path / "s")
+    with pytest.raises(TypeError, match="'objs' without pickle: a set"):
+        stack.memmap(tmp_path / "s", allow_pickle=False)
     meta = TensorDict(m=NonTensorData("x", _metadata={"s": {1}}))
-    with pytest.raises(TypeError, match="'m': a set"):
-        meta.memmap(tmp_path / "m")
-    meta.memmap(tmp_path / "m", allow_pickle=True)
-    assert TensorDict.load_memmap(tmp_path / "m", allow_pickle=True).get("m")._metadata == {
-        "s": {1}}
+    with pytest.raises(TypeError, match="'m' without pickle: a set"):
+        meta.memmap(tmp_path / "m", allow_pickle=False)
+    meta.memmap(tmp_path / "m")
+    assert TensorDict.load_memmap(tmp_path / "m").get("m")._metadata == {"s": {1}}
 
 
 # -- loading hand-crafted malicious folders -------------------------------------------------------
@@ -576,7 +624,7 @@ def outside(tmp_path):
 
 def _victim(tmp_path) -> Path:
     TensorDict({"a": torch.zeros(4), "n": {"b": torch.zeros(4)}, "s": NonTensorData({1}),
-                "ok": torch.zeros(2)}).memmap(tmp_path / "victim", allow_pickle=True)
+                "ok": torch.zeros(2)}).memmap(tmp_path / "victim")
     return tmp_path / "victim"
 
 

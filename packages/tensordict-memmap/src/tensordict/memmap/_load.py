@@ -6,8 +6,10 @@ size of the data, and ``device="meta"`` or an active ``FakeTensorMode`` (fake le
 fault.
 
 A folder is data, never code: unless the caller passes ``allow_pickle=True`` (trusting
-the folder), pickled non-tensor data is refused and no module is imported (a tensorclass
-must already be defined in this process). No path leads out of the folder: a symbolic
+the folder), a pickled non-tensor value loads only if it is plain data (containers,
+numbers, strings, tensors, numpy arrays: :mod:`tensordict._restricted_pickle`), any other
+pickle is refused, and no module is imported (a tensorclass must already be defined in
+this process). No path leads out of the folder: a symbolic
 link to somewhere else is refused. A folder missing because a save to it was killed
 half-way is loaded from the old save set aside (:func:`tensordict.memmap._atomic.recover`).
 
@@ -37,6 +39,7 @@ import torch
 
 from tensordict._nested_key import key_to_path
 from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._restricted_pickle import UnsafePickleError, loads_data
 from tensordict._shapes import as_device
 from tensordict.memmap import _archive, _atomic, _fake, _jsonsafe, _layout, _nested, _tensor
 from tensordict.memmap._tensor import MemoryMappedTensor
@@ -258,17 +261,24 @@ def _numbered_parts(folder: str, ctx: _Context, batch_size: torch.Size | None) -
 
 
 def _unpickle(folder: str, name: str, ctx: _Context) -> Any:
+    """The value pickled in ``folder/name``: anything if the caller trusts the folder,
+    else only plain data (:func:`tensordict._restricted_pickle.loads_data`)."""
     path = ctx.inside(os.path.join(folder, name))
-    if not ctx.allow_pickle:
-        raise pickle.UnpicklingError(
-            f"{path} holds pickled data, and unpickling can run arbitrary code: pass "
-            "allow_pickle=True to load_memmap if you trust this folder"
-        )
     try:
         data = ctx.read_bytes(path)
     except FileNotFoundError:
         raise FileNotFoundError(f"{path} is missing") from None
-    return pickle.loads(data)
+    if ctx.allow_pickle:
+        return pickle.loads(data)
+    try:
+        return loads_data(data)
+    except UnsafePickleError as err:
+        raise pickle.UnpicklingError(
+            f"{path} holds pickled data that needs {err.name}, and unpickling it could run "
+            "arbitrary code: pass allow_pickle=True to load_memmap if you trust this folder"
+        ) from None
+    except pickle.UnpicklingError as err:
+        raise ValueError(f"{path} is corrupt: {err}") from None
 
 
 def _load_non_tensor(folder: str, meta: dict[str, Any], ctx: _Context,

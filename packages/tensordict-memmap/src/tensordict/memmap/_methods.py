@@ -39,7 +39,7 @@ def memmap(self: Any, prefix: PathLike | None = None, copy_existing: bool = Fals
            num_threads: int = 0, return_early: bool = False, share_non_tensor: bool = False,
            existsok: bool = True, robust_key: bool | None = True, archive: bool | None = None,
            compression: str | int | None = None, atomic: bool = False,
-           allow_pickle: bool = False) -> Any:
+           allow_pickle: bool = True) -> Any:
     """Write every tensor to a memory-mapped file under ``prefix`` and return a new locked
     collection of :class:`MemoryMappedTensor` (on the CPU); or write an archive (see
     ``archive``) and return it loaded (unlocked, its leaves plain tensors viewing it).
@@ -69,10 +69,12 @@ def memmap(self: Any, prefix: PathLike | None = None, copy_existing: bool = Fals
             (read into memory when loaded) or None (stored, mapped without a copy).
         atomic: accepted for compatibility: every save to a folder is atomic (as upstream,
             ``atomic=True`` needs a ``prefix``).
-        allow_pickle: store non-tensor values that JSON cannot hold with pickle (loading
-            them then needs ``allow_pickle=True`` too). Without it such a value is a
-            TypeError and nothing is written. JSON values, NaN and infinities, tuples and
-            bytes (and lists and dicts of them) never need it: they load back exactly.
+        allow_pickle: store non-tensor values that JSON cannot hold with pickle, as
+            upstream does (False: such a value is a TypeError and nothing is written).
+            JSON values, NaN and infinities, tuples and bytes (and lists and dicts of
+            them) are never pickled: they load back exactly. A pickle of plain data
+            (containers, tensors, numpy arrays) loads by default; any other needs
+            ``load_memmap(..., allow_pickle=True)``.
 
     >>> import tempfile
     >>> from tensordict import TensorDict
@@ -134,7 +136,7 @@ def dumps(self: Any, prefix: PathLike | None = None, copy_existing: bool = False
           num_threads: int = 0, return_early: bool = False, share_non_tensor: bool = False,
           robust_key: bool | None = True, archive: bool | None = None,
           compression: str | int | None = None, atomic: bool = False,
-          allow_pickle: bool = False) -> Any:
+          allow_pickle: bool = True) -> Any:
     """Save to disk: same as :func:`memmap`.
 
     >>> import tempfile
@@ -151,7 +153,7 @@ def dumps(self: Any, prefix: PathLike | None = None, copy_existing: bool = False
 def memmap_like(self: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
                 existsok: bool = True, num_threads: int = 0, return_early: bool = False,
                 share_non_tensor: bool = False, robust_key: bool | None = True,
-                archive: bool | None = None, allow_pickle: bool = False) -> Any:
+                archive: bool | None = None, allow_pickle: bool = True) -> Any:
     """Like :func:`memmap` (atomic too), allocating zero-filled (sparse) files of the same
     shapes without copying any value: the way to create a dataset larger than memory.
 
@@ -180,7 +182,7 @@ def memmap_like(self: Any, prefix: PathLike | None = None, copy_existing: bool =
 def memmap_(self: Any, prefix: PathLike | None = None, copy_existing: bool = False, *,
             num_threads: int = 0, return_early: bool = False, share_non_tensor: bool = False,
             existsok: bool = True, robust_key: bool | None = True, atomic: bool = False,
-            allow_pickle: bool = False) -> Any:
+            allow_pickle: bool = True) -> Any:
     """:func:`memmap` in place (atomic too): this collection's leaves become memory-mapped
     at their final paths and it is locked. Nothing changes if writing fails.
 
@@ -268,10 +270,12 @@ def load_memmap(cls: Any, prefix: PathLike, device: Any = None, non_blocking: bo
             (an archive's leaves then write into it); None: ``"r+"`` for writable files of
             a folder, ``"r"`` for an archive.
         num_threads: accepted for compatibility; mapping files needs no threads.
-        allow_pickle: trust the folder: load non-tensor data stored with pickle, and
-            import the module of a tensorclass it names. Without it, a pickle is an
-            ``UnpicklingError`` and a tensorclass must already be defined (its module
-            imported), or be ``cls`` itself (``MyClass.load_memmap(path)``).
+        allow_pickle: trust the folder: load any non-tensor data stored with pickle, and
+            import the module of a tensorclass it names. Without it, only pickles of plain
+            data load (containers, numbers, strings, tensors, numpy arrays: what a state
+            dict holds), any other is an ``UnpicklingError`` naming what it needs, and a
+            tensorclass must already be defined (its module imported), or be ``cls``
+            itself (``MyClass.load_memmap(path)``).
 
     Nothing outside ``prefix`` is read: a symbolic link leading out of it is a
     ValueError. If ``prefix`` is missing because a save to it was killed between its two
@@ -445,7 +449,7 @@ def memmap_function(data: Any, prefix: PathLike | None = None, copy_existing: bo
                     share_non_tensor: bool = False, existsok: bool = True,
                     robust_key: bool | None = True, archive: bool | None = None,
                     compression: str | int | None = None, atomic: bool = False,
-                    allow_pickle: bool = False) -> Any:
+                    allow_pickle: bool = True) -> Any:
     """``tensordict.memmap(data, prefix)``: same as ``data.memmap(prefix)``.
 
     >>> import tempfile, tensordict

@@ -55,7 +55,7 @@ class _Options:
     copy_existing: bool
     like: bool
     share: bool = False
-    allow_pickle: bool = False
+    allow_pickle: bool = True
     fake: bool = False  # a FakeTensorMode is active: a tensor cannot be written
 
 
@@ -294,12 +294,12 @@ def _plan_non_tensor(node: _Node, path: tuple[Any, ...], opts: _Options) -> None
 
 def _pickle(data: Any, err: _jsonsafe.NotRepresentable, path: tuple[Any, ...],
             opts: _Options) -> bytes:
-    """``data``, which has no JSON encoding, pickled if the caller allows it."""
+    """``data``, which has no JSON encoding, pickled unless the caller refuses pickles."""
     where = _path_str(path or ("",))
     if not opts.allow_pickle:
         raise TypeError(
-            f"cannot memmap the non-tensor entry {where}: {err}; pass allow_pickle=True to "
-            "store it with pickle (loading it will need allow_pickle=True too)")
+            f"cannot memmap the non-tensor entry {where} without pickle: {err} (and "
+            "allow_pickle=False was passed)")
     try:
         return pickle.dumps(data, protocol=4)
     except (pickle.PicklingError, TypeError, AttributeError) as perr:
@@ -486,7 +486,7 @@ def _jobs(node: _Node) -> list[_Job]:
 
 def save(collection: Any, prefix: str | os.PathLike[str] | None, *, copy_existing: bool,
          num_threads: int, return_early: bool, existsok: bool, robust_key: bool | None,
-         like: bool, share: bool = False, allow_pickle: bool = False,
+         like: bool, share: bool = False, allow_pickle: bool = True,
          then: Callable[[Any], Any] | None = None,
          sources: dict[str, torch.Tensor] | None = None) -> Any:
     """Write ``collection`` under ``prefix`` (None: anonymous shared memory) and return
