@@ -70,7 +70,7 @@ def test_shared_methods_are_the_bases(cls: type) -> None:
     resolves through TensorDictBase, i.e. is TensorDictBase's attribute."""
     own = {MapMixin, LazyDictMixin, DensifyMixin, LazyShapeMixin}
     shared = [name for name in dir(cls) if _owner(cls, name) in TensorDictBase.__mro__]
-    assert {"update_at_", "depth", "apply", "repeat", "sum", "state_dict", "save",
+    assert {"update_at_", "depth", "apply", "tile", "sum", "state_dict", "save",
             "__add__", "to_module", "from_dict", "lock_"} <= set(shared)
     for name in shared:
         assert _owner(cls, name) is _owner(TensorDictBase, name), name

@@ -202,6 +202,17 @@ def test_rename_key(td):
     assert "text" in renamed and "s" in td
 
 
+def test_rename_key_to_itself_keeps_the_entry_in_place(td):
+    keys = list(td.keys(True))
+    assert td.rename_key_("s", "s", safe=True) is td and list(td.keys(True)) == keys
+    assert td.rename_key_(("n", "b"), ("n", "b")) is td and list(td.keys(True)) == keys
+    with pytest.raises(KeyError, match="zz"):
+        td.rename_key_("zz", "zz")
+    td.lock_()
+    with pytest.raises(RuntimeError, match="locked"):
+        td.rename_key_("s", "s")
+
+
 def test_flatten_unflatten(td):
     flat = td.flatten_keys()
     assert list(flat.keys()) == ["a", "n.b", "n.c.d", "s"]

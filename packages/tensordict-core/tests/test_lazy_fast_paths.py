@@ -347,3 +347,82 @@ def test_filter_empty_of_a_lazy_stack_drops_the_empty_nodes_only():
     stack = LazyStackedTensorDict.lazy_stack(parts, 0)
     assert stack.filter_empty_() is stack
     assert set(stack.keys()) == {"a", "n"} and all(set(p.keys()) == {"a", "n"} for p in parts)
+
+
+# -- writing one whole part ------------------------------------------------------------------------
+def nested_parts(n=3):
+    return [TensorDict(a=torch.full((4, 2), float(i)), n={"b": torch.full((4,), float(i))},
+                       batch_size=[4]) for i in range(n)]
+
+
+def test_update_at_and_set_at_of_one_part_write_that_part_only():
+    stack = lazy_stack(nested_parts())
+    source = TensorDict(a=torch.full((4, 2), 7.0), n={"b": torch.full((4,), 8.0)}, batch_size=[4])
+    assert stack.update_at_(source, -2) is stack
+    assert (stack.tensordicts[1]["a"] == 7).all() and (stack.tensordicts[1]["n", "b"] == 8).all()
+    assert (stack.tensordicts[0]["a"] == 0).all() and (stack.tensordicts[2]["a"] == 2).all()
+    stack.update_at_(TensorDict(a=torch.full((2,), 5.0)), 0)  # broadcast over the part's rows
+    assert (stack.tensordicts[0]["a"] == 5).all() and (stack.tensordicts[0]["n", "b"] == 0).all()
+    assert stack.set_at_("a", torch.tensor([1.0, 2.0]), 2) is stack
+    assert stack.tensordicts[2]["a"].tolist() == [[1.0, 2.0]] * 4
+    assert stack.set_at_(("n", "b"), torch.full((4,), 3.0), 2)["n", "b"][2].tolist() == [3.0] * 4
+
+
+def test_a_write_of_one_part_that_does_not_fit_writes_nothing():
+    stack = lazy_stack(nested_parts())
+    before = snapshot(stack)
+    with pytest.raises(MissingKeyError, match=r"\('n', 'zz'\)"):
+        stack.update_at_(TensorDict(a=torch.ones(4, 2), n={"zz": torch.ones(4)}, batch_size=[4]), 1)
+    with pytest.raises(MissingKeyError, match=r"\('m', 'c'\)"):
+        stack.update_at_(TensorDict(a=torch.ones(4, 2), m={"c": torch.ones(4)}, batch_size=[4]), 1)
+    with pytest.raises(RuntimeError, match=r"shape \[3\] into the entry 'a' of shape \[4, 2\]"):
+        stack.set_at_("a", torch.ones(3), 1)
+    with pytest.raises(RuntimeError, match=r"\[4, 3\] into the entry \('a',\) of shape \[4, 2\]"):
+        stack.update_at_(TensorDict(a=torch.ones(4, 3), n={"b": torch.ones(4)}, batch_size=[4]), 1)
+    with pytest.raises(MissingKeyError, match='"m" not found'):  # even with nothing below
+        stack.update_at_(TensorDict(a=torch.ones(4, 2), m={}, batch_size=[4]), 1)
+    assert_same(stack, before)
+
+
+def test_a_part_write_of_a_number_or_a_leaf_requiring_grad():
+    stack = lazy_stack(nested_parts())
+    stack[1:] = 0  # numbers are written into each part whole
+    assert (stack.tensordicts[2]["a"] == 0).all() and (stack.tensordicts[0]["a"] == 0).all()
+    weight = torch.ones(4, 2, requires_grad=True)
+    stack.update_at_(TensorDict(a=weight * 2, n={"b": torch.ones(4)}, batch_size=[4]), 0)
+    stack.tensordicts[0]["a"].sum().backward()  # the copy is recorded by autograd
+    assert weight.grad.tolist() == [[2.0, 2.0]] * 4
+
+
+# -- part by part: repeat, tile, out-of-place binary ops ------------------------------------------
+def test_repeat_and_tile_of_a_lazy_stack_repeat_each_part():
+    stack = lazy_stack(nested_parts(), 0)
+    stack._stack_dim_name = "env"
+    dense = stack.contiguous()
+    for out, expected in ((stack.repeat(1, 3), dense.repeat(1, 3)),
+                          (stack.tile(2), dense.tile(2)),
+                          (stack.repeat(2, 1), dense.repeat(2, 1))):  # along the stack dim
+        assert isinstance(out, LazyStackedTensorDict) and out.batch_size == expected.batch_size
+        assert (out == expected).all()
+    out = stack.repeat(1, 3)
+    assert out.names == ["env", None] and out.tensordicts[0].batch_size == (12,)
+    assert stack.lock_().repeat(1, 2).is_locked and not stack.tile(2).is_locked
+    assert stack.repeat(1, 0).batch_size == (3, 0)
+
+
+def test_out_of_place_binary_ops_of_lazy_stacks_are_lazy_stacks_of_the_parts_results():
+    stack = lazy_stack(nested_parts(), 0)
+    stack._stack_dim_name = "env"
+    dense = stack.contiguous()
+    for out, expected in ((stack + stack, dense + dense), (stack * 2.0, dense * 2.0),
+                          (stack.logical_and(stack), dense.logical_and(dense)),
+                          (stack.mod(2), dense.mod(2))):
+        assert isinstance(out, LazyStackedTensorDict) and out.names == ["env", None]
+        assert all(a is not b for a, b in zip(out.tensordicts, stack.tensordicts))
+        assert (out == expected).all()
+    ragged = lazy_stack([TensorDict(a=torch.ones(2)), TensorDict(a=torch.ones(3))])
+    assert (ragged + ragged).tensordicts[1]["a"].tolist() == [2.0] * 3
+    inner = lazy_stack(nested_parts(), 1)  # stacked along dim 1 both: part by part too
+    assert ((stack.transpose(0, 1) + inner) == (dense.transpose(0, 1) * 2)).all()
+    mixed = stack + dense  # a dense operand: the general path, the same values
+    assert isinstance(mixed, LazyStackedTensorDict) and (mixed == dense * 2).all()

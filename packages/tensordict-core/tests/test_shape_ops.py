@@ -309,3 +309,14 @@ def test_tensor_split_sizes_are_torchs(length, sections):
     expected = torch.arange(length).tensor_split(sections)
     assert [piece["a"].tolist() for piece in td.tensor_split(sections)] == \
         [part.tolist() for part in expected]
+
+
+@pytest.mark.parametrize("reps", [[2, 3], [1, 2], [3, 1], [2, 0], [1, 1]])
+def test_repeat_gives_torch_repeat_values_and_grads(reps):
+    leaf = torch.arange(24.0).view(2, 3, 4).requires_grad_()
+    td = TensorDict(a=leaf, n={"b": torch.arange(6).view(2, 3)}, batch_size=[2, 3])
+    out = td.repeat(*reps)
+    assert torch.equal(out["a"], leaf.repeat(*reps, 1)) and out["a"].is_contiguous()
+    assert torch.equal(out["n", "b"], td["n", "b"].repeat(*reps))
+    out["a"].sum().backward()
+    assert torch.equal(leaf.grad, torch.full_like(leaf, float(reps[0] * reps[1])))

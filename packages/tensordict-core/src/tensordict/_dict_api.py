@@ -46,7 +46,7 @@ from tensordict._plan import WritePlan, check_write
 from tensordict._pointwise import copy_matching_leaves
 from tensordict._resize_update import planned_resize
 from tensordict._restructure import RestructureMixin
-from tensordict._setitem import plan_leaf_at_index
+from tensordict._setitem import copy_matching_at, plan_leaf_at_index
 
 if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
@@ -523,8 +523,9 @@ class DictMixin(RestructureMixin, MetadataMixin):
         if acts_as_tensordict(input_dict_or_td):  # one indexed write, part by part
             source = input_dict_or_td if keys_to_update is None else \
                 input_dict_or_td.select(*keys_to_update, strict=False)
-            for key in source.keys(True, True):  # its entries are not read (may be ragged)
-                self._existing_parent(key_to_path(key))
+            if copy_matching_at(self, idx, source):
+                return self  # the same keys, every leaf fitting: one checked copy
+            self._require_entries(source, ())
             self._set_at_index(idx, source)
             return self
         plan = WritePlan()
@@ -532,6 +533,26 @@ class DictMixin(RestructureMixin, MetadataMixin):
             plan.extend(self._plan_write_at(path, idx, value))
         plan.run()
         return self
+
+    def _require_entries(self, source: Any, prefix: tuple[str, ...]) -> None:
+        """KeyError naming the first entry of ``source`` that this collection lacks (an
+        empty sub-collection too, as upstream's dense ``update_at_``), looked up level by
+        level (each sub-collection once); leaves are peeked at, never built, so ragged lazy
+        stacks are fine."""
+        for key in source._keys_str():
+            theirs = source._peek_str(key)
+            mine = self._peek_str(key, None)
+            if mine is not None:
+                if is_sub_tensordict(mine) and is_sub_tensordict(theirs):
+                    self._get_str(key)._require_entries(source._get_str(key), prefix + (key,))
+                continue  # (a leaf and a collection: the write names the mismatch)
+            path = prefix + (key,)
+            below = next(iter(source._get_str(key).keys(True, True)), None) if \
+                is_sub_tensordict(theirs) else None
+            if below is not None:  # named by its first leaf, as the dict path does
+                path += key_to_path(below)
+            raise errors.missing_key(path if len(path) > 1 else key, list(self._keys_str()),
+                                     prefix)
 
     def set_at_(self, key: NestedKey, value: Any, index: Any, *,
                 non_blocking: bool = False) -> Any:
@@ -550,6 +571,9 @@ class DictMixin(RestructureMixin, MetadataMixin):
                 if index.__class__ is int and batch and -batch[0] <= index < batch[0]:
                     check_write(target, value, key, target.shape[1:])  # one row: one write
                     target[index] = value
+                elif index.__class__ is tuple and not index:  # all of it (a lazy stack's part)
+                    check_write(target, value, key)
+                    target.copy_(value)
                 else:
                     plan_leaf_at_index(self, index, target, value, key).run()
                 return self

@@ -738,13 +738,32 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
         return type(self)._from_entries(pieces, out_dims, self._stack_dim_name)
 
     def _set_at_index(self, index: Any, value: Any) -> None:
-        self._plan_at_index(index, value).run()
+        part = self._whole_part(index)
+        if part is not None:  # one part, written whole (with its own fast paths)
+            part._set_at_index((), value)
+        else:
+            self._plan_at_index(index, value).run()
+
+    def set_at_(self, key: NestedKey, value: Any, index: Any, *,
+                non_blocking: bool = False) -> Any:
+        part = self._whole_part(index) if value.__class__ is _Tensor else None
+        if part is None:
+            return super().set_at_(key, value, index, non_blocking=non_blocking)
+        part.set_at_(key, value, (), non_blocking=non_blocking)  # one part's leaf, whole
+        return self
+
+    def _whole_part(self, index: Any) -> Any:
+        """The part ``self[index]`` is, if ``index`` picks one along the stack dim 0."""
+        if index.__class__ is int and not self._stack_dim and \
+                -len(self.tensordicts) <= index < len(self.tensordicts):
+            return self.tensordicts[index]
+        return None
 
     def _plan_at_index(self, index: Any, value: Any) -> WritePlan:
         """The writes of ``self[index] = value`` into the parts, all checked first."""
-        if index.__class__ is int and not self._stack_dim and \
-                -len(self.tensordicts) <= index < len(self.tensordicts):
-            return part_plan(self.tensordicts[index], (), value)  # one part, written whole
+        part = self._whole_part(index)
+        if part is not None:
+            return part_plan(part, (), value)
         parts = normalize_index(index, self._batch_size)
         check_bounds(masks_to_indices(parts), self._batch_size)
         sd = self._stack_dim

@@ -2,7 +2,8 @@
 
 Where whole parts can follow a shape op, each part takes the op on its own dims and the
 stack dim moves with them: ``unsqueeze``, ``squeeze``, ``permute`` / ``transpose``,
-``flatten`` (and ``reshape`` / ``view`` to one dim), ``unbind``. The results are lazy
+``flatten`` (and ``reshape`` / ``view`` to one dim), ``unbind``, ``repeat`` (and
+``tile``) of the parts' own dims. The results are lazy
 stacks of views of the parts, keep the dim names, and cost one op per part instead of one
 index per batch element. Stacks with ragged dims (``-1``, see :mod:`tensordict._ragged`)
 go the same way; what their parts cannot follow raises a :class:`RaggedShapeError`. Other
@@ -296,6 +297,24 @@ class LazyShapeMixin:
         lead = (slice(None),) * dim
         starts = [sum(sizes[:i]) for i in range(len(sizes))]
         return tuple(self[lead + (slice(start, start + n),)] for start, n in zip(starts, sizes))
+
+    def repeat(self, *repeats: Any) -> Any:
+        """Repeat the batch ``repeats[i]`` times along each dim: each part repeats its own
+        dims when the stack dim's count is 1 (else the general path).
+
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> stack = lazy_stack([TensorDict(x=torch.arange(2), batch_size=[2])] * 3)
+        >>> out = stack.repeat(1, 2)
+        >>> out.batch_size, out.tensordicts[0]["x"]
+        (torch.Size([3, 4]), tensor([0, 1, 0, 1]))
+        """
+        reps = _shape_args(repeats)
+        sd = self.stack_dim
+        if len(reps) != len(self.batch_size) or reps[sd] != 1:
+            return super().repeat(*repeats)
+        own = reps[:sd] + reps[sd + 1:]
+        return self._restacked([td.repeat(*own) for td in self.tensordicts], sd,
+                               self._stack_dim_name)
 
     def expand(self, *shape: Any) -> Any:
         """Broadcast the batch to ``shape``: new leading dims, or size-1 dims grown (``-1``

@@ -140,9 +140,10 @@ class WritePlan:
              shape: Sequence[int] | None = None, advanced: bool = False,
              non_blocking: bool = False) -> None:
         """Check, then plan ``target[index] = source`` (``target.copy_(source)`` without
-        ``index``; ``shape`` is the shape of ``target[index]``)."""
+        ``index``, or with ``()`` and a tensor; ``shape`` is the shape of ``target[index]``)."""
         check_write(target, source, key, shape, advanced=advanced)
-        if index is not _WHOLE:
+        if index is not _WHOLE and not (index.__class__ is tuple and not index and
+                                        isinstance(source, _Tensor)):
             self._indexed.append((target, index, source))
         elif target is not source:
             targets, sources = self._async_copies if non_blocking else self._copies

@@ -338,9 +338,8 @@ def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
     """
     fn, foreach, _ = BINARY[name]
     if (foreach is not None or not inplace) and not kwargs and (
-            td.__class__ is classes.TensorDict or
-            (inplace and td.__class__ is classes.LazyStackedTensorDict)) and \
-            not torch.compiler.is_compiling():  # (dynamo traces no attrgetter)
+            td.__class__ is classes.TensorDict or td.__class__ is classes.LazyStackedTensorDict) \
+            and not torch.compiler.is_compiling():  # (dynamo traces no attrgetter)
         result = _dense_binary(td, name, other, inplace)
         if result is not None:
             return result
@@ -372,9 +371,9 @@ def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
 
 
 def _dense_binary(td: Any, name: str, other: Any, inplace: bool) -> Any:
-    """The fast path of :func:`binary`: ``td`` a dense TensorDict of tensors (in place,
-    also a lazy stack of them) and ``other`` a Python number or a collection of the same
-    kind with the same keys; the leaves are gathered in one walk and computed in one
+    """The fast path of :func:`binary`: ``td`` a dense TensorDict of tensors or a lazy
+    stack of them, and ``other`` a Python number or a collection of the same kind with
+    the same keys; the leaves are gathered in one walk and computed in one
     ``_foreach`` call (out of place, an op without one is called leaf by leaf). None,
     having written nothing, when that does not apply: in place, also when a result does
     not fit its leaf as it is (broadcasting, casting); out of place, when the kernel
@@ -397,7 +396,7 @@ def _dense_binary(td: Any, name: str, other: Any, inplace: bool) -> Any:
     if foreach is None:
         pairs = zip(xs, operand) if operand.__class__ is list else ((x, operand) for x in xs)
         try:
-            return rebuild(td, iter([fn(x, y) for x, y in pairs]), td._device)
+            return _rebuilt(td, iter([fn(x, y) for x, y in pairs]))
         except (RuntimeError, TypeError):
             return None
     if operand.__class__ is not list and (name == "mul" or name == "div"):
@@ -409,7 +408,16 @@ def _dense_binary(td: Any, name: str, other: Any, inplace: bool) -> Any:
         result = _FOREACH[name][0](xs, operand)
     except (RuntimeError, TypeError):
         return None
-    return rebuild(td, iter(result), td._device)
+    return _rebuilt(td, iter(result))
+
+
+def _rebuilt(td: Any, leaves: Iterator[_Tensor]) -> Any:
+    """:func:`rebuild` of ``td`` on its device, part by part for a lazy stack (whose
+    leaves :func:`stacked_leaves` gave)."""
+    if td.__class__ is classes.TensorDict:
+        return rebuild(td, leaves, td._device)
+    return type(td)._from_entries([_rebuilt(part, leaves) for part in td.tensordicts],
+                                  td._stack_dim, td._stack_dim_name)
 
 
 def _scalar_tensor(xs: list[_Tensor], number: Any) -> Any:

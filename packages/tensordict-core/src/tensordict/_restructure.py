@@ -168,14 +168,22 @@ class RestructureMixin:
         return out
 
     def rename_key_(self, old_key: NestedKey, new_key: NestedKey, safe: bool = False) -> Any:
-        """Move the entry at ``old_key`` to ``new_key``; returns self."""
-        if safe and new_key in self:
+        """Move the entry at ``old_key`` to ``new_key``; returns self (a key renamed to
+        itself stays where it is, as upstream).
+
+        >>> list(TensorDict(a=torch.zeros(1), b=torch.ones(1)).rename_key_("a", "c").keys())
+        ['b', 'c']
+        """
+        path = key_to_path(new_key)
+        same = path == key_to_path(old_key)
+        if safe and not same and new_key in self:
             raise KeyError(f"key {unravel_key(new_key)!r} already exists")
         if self.is_locked:
             raise errors.locked("rename an entry of a")
         value = self._get_path(old_key)
+        if same:
+            return self
         self.del_(old_key)
-        path = key_to_path(new_key)
         self._parent_of(path, create=True)._set_str(path[-1], value, inplace=False, validated=True)
         return self
 

@@ -58,9 +58,18 @@ def set_at_index(td: Any, index: Any, value: Any) -> None:
         plan_at_index(td, index, value).run()
 
 
+def copy_matching_at(td: Any, index: Any, value: Any) -> bool:
+    """:func:`_copy_matching` for a dense TensorDict, or for the part of a lazy stack that
+    ``index`` picks whole; False, having written nothing, where it does not apply."""
+    if td.__class__ is classes.LazyStackedTensorDict:
+        td, index = td._whole_part(index), ()
+    return td.__class__ is value.__class__ is classes.TensorDict and \
+        not torch.compiler.is_compiling() and _copy_matching(td, index, value)
+
+
 def _copy_matching(td: Any, index: Any, value: Any) -> bool:
-    """The fast path of ``td[index] = value`` for the common case: an int or a slice,
-    ``value`` a TensorDict with the same keys whose every leaf is a plain tensor of the
+    """The fast path of ``td[index] = value`` for the common case: an int, a slice or
+    ``()``, ``value`` a TensorDict with the same keys whose every leaf is a plain tensor of the
     very shape of the part of ``td`` it goes to, and targets that can be written in place
     (:func:`~tensordict._plan.writable_in_place`). Everything is checked first, then one
     ``_foreach_copy_`` writes every leaf. Returns False, having written nothing, when the
@@ -78,8 +87,9 @@ def _copy_matching(td: Any, index: Any, value: Any) -> bool:
         if not batch or not -batch[0] <= index < batch[0]:
             return False
         ndim = len(batch) - 1
-    elif index.__class__ is slice and index.step is None and batch:
-        ndim = len(batch)
+    elif (index.__class__ is slice and index.step is None and batch) or \
+            (index.__class__ is tuple and not index):
+        ndim = len(batch)  # (``()``: the whole of ``td``, as a lazy stack writes a part)
     else:
         return False
     targets: list[_Tensor] = []
@@ -90,7 +100,8 @@ def _copy_matching(td: Any, index: Any, value: Any) -> bool:
     if not writable_in_place(targets, sources):
         return False
     try:
-        views = [_view(target, index) for target in targets]
+        views = targets if index.__class__ is tuple else [_view(target, index)
+                                                          for target in targets]
         if not same_shapes(views, sources):
             return False
     except (TypeError, RuntimeError):  # a slice of odd bounds, a nested tensor...

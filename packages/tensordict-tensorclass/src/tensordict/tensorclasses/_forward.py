@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tensordict import TensorDict, TensorDictBase, is_tensor_collection, plugins
+from tensordict._pointwise import BINARY, UNARY
 
 #: Operators of TensorDict forwarded as they are (when TensorDict defines them).
 OPERATORS = frozenset(
@@ -53,12 +54,30 @@ RETURNS_ENTRIES = frozenset({
 })
 
 
-#: Methods that never change the collection: when one returns the TensorDict itself (a
-#: reshape to the same shape...), the instance is returned without a resync.
+#: Queries whose result is never a collection, and that take no instance: called on the
+#: TensorDict directly, their result returned as it is.
+QUERIES = frozenset({
+    "size", "dim", "ndimension", "numel", "is_empty", "is_contiguous", "is_shared",
+    "is_memmap", "is_consolidated", "entry_class", "keys", "tolist", "to_dict",
+})
+
+
+#: In-place methods that only write values into existing entries (each keeps its kind),
+#: remove entries or set flags: nothing a resync would follow (a new key, non-tensor data
+#: in a field read as a tensor).
+_VALUES_ONLY = frozenset(
+    {f"{name}_" for name in UNARY}
+    | {f"{name}_" for name, (_, _, in_place) in BINARY.items() if in_place}
+    | {"addcdiv_", "addcmul_", "lerp_", "masked_fill_", "fill_", "zero_", "copy_", "copy_at_",
+       "set_", "set_at_", "update_", "update_at_", "apply_", "detach_", "requires_grad_",
+       "filter_empty_", "del_", "lock_", "unlock_"})
+#: Methods after which the instance needs no resync when they return the TensorDict
+#: itself: those that then changed nothing (a reshape to the same shape...), and
+#: :data:`_VALUES_ONLY`. The instance is returned as it is.
 UNCHANGING = frozenset({
     "to_pytree", "permute", "transpose", "movedim", "moveaxis", "swapaxes", "swapdims",
     "reshape", "view", "squeeze", "flatten", "contiguous",
-})
+}) | _VALUES_ONLY
 
 
 class Wrapper:
@@ -188,6 +207,13 @@ def deliver(cls: type, result: Any, originals: list[Any]) -> Any:
 
 def method(name: str, doc: str | None = None) -> Callable[..., Any]:
     """``name`` of the instance's TensorDict, called with the forwarding rule."""
+    if name in QUERIES:
+        def query(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return getattr(self._tensordict, name)(*args, **kwargs)
+
+        query.__name__ = query.__qualname__ = name
+        query.__doc__ = doc
+        return query
     rewrap = name not in RETURNS_ENTRIES and not name.startswith("_") or name in OPERATORS
     unchanging = name in UNCHANGING
 
@@ -197,12 +223,13 @@ def method(name: str, doc: str | None = None) -> Callable[..., Any]:
             args = unwrap(args, originals)
         if kwargs:
             kwargs = dict(zip(kwargs, unwrap(tuple(kwargs.values()), originals)))
-        result = getattr(self._tensordict, name)(*args, **kwargs)
-        if unchanging and result is self._tensordict:
+        td = self._tensordict
+        result = getattr(td, name)(*args, **kwargs)
+        if result is td:  # (in-place ops: deliver's first case, inlined)
+            if rewrap and not unchanging:
+                self._resync()
             return self
-        if rewrap:
-            return deliver(type(self), result, originals)
-        return self if result is self._tensordict else result
+        return deliver(type(self), result, originals) if rewrap else result
 
     forwarded.__name__ = forwarded.__qualname__ = name
     forwarded.__doc__ = doc

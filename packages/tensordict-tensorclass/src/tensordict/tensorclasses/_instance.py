@@ -44,6 +44,7 @@ from tensordict.utils import warn_deprecated
 
 T = TypeVar("T", bound="TensorClassBase")
 _Tensor = torch.Tensor
+_PLAIN = frozenset({_Tensor, TensorDict})  # entries no fast field needs guarding for
 
 
 _DIRECT, _WRITER = object(), object()
@@ -95,13 +96,18 @@ class TensorClassBase(Wrapper):
         """Follow the storage after an in-place op (it may have new non-tensor data);
         entries that are not fields are taken out again, with an error."""
         td = self._tensordict
-        if td.__class__ is not TensorDict or self.__dict__ is not td._tensordict:
-            _fields.attach(self, td)
         fields = type(self)._tc_field_set
-        if td.__class__ is TensorDict and td._tensordict.keys() <= fields:
-            extra = None  # (the common case, in one set comparison)
+        if td.__class__ is TensorDict:
+            entries = td._tensordict
+            if self.__dict__ is not entries:
+                _fields.attach(self, td)
+            if entries.keys() <= fields:  # (the common case: two C-level set tests)
+                if not set(map(type, entries.values())) <= _PLAIN:
+                    _fields.guard_fast_fields(self)
+                return
         else:
-            extra = [key for key in td.keys() if key not in fields]
+            _fields.attach(self, td)
+        extra = [key for key in td.keys() if key not in fields]
         if extra:
             for key in extra:
                 td._del_str(key)
