@@ -426,3 +426,14 @@ def test_out_of_place_binary_ops_of_lazy_stacks_are_lazy_stacks_of_the_parts_res
     assert ((stack.transpose(0, 1) + inner) == (dense.transpose(0, 1) * 2)).all()
     mixed = stack + dense  # a dense operand: the general path, the same values
     assert isinstance(mixed, LazyStackedTensorDict) and (mixed == dense * 2).all()
+
+
+def test_update_of_a_lazy_stack_from_a_dict_gives_each_part_its_slice():
+    stack = lazy_stack(nested_parts(), 0)
+    full = torch.arange(24.0).view(3, 4, 2)
+    out = stack.replace({"a": full, "n": {"b": torch.zeros(3, 4)}})
+    assert [torch.equal(td["a"], full[i]) for td, i in zip(out.tensordicts, range(3))] == [True] * 3
+    assert out.tensordicts[1]["a"].data_ptr() == full[1].data_ptr()  # views, no copy
+    assert (out["n", "b"] == 0).all() and (stack["n", "b"][1] == 1).all()
+    with pytest.raises(RuntimeError, match="'a'"):
+        stack.update({"a": torch.zeros(2, 4, 2)})

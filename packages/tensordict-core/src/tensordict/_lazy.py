@@ -526,6 +526,8 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyDictMixin, DensifyMixin, MapMixi
         The stack's batch size stays (``resize`` is ignored)."""
         plan = WritePlan()
         pieces = None
+        if source.__class__ is dict and -1 not in self._batch_size:  # (as _split_other would)
+            source = self._validate_value(source, "<other>")
         if source.__class__ is TensorDict and not (clone or inplace) and keys_to_update is None:
             pieces = self._unbind_entries(source)
             if pieces is not None:
