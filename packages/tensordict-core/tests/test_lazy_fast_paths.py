@@ -410,13 +410,16 @@ def test_repeat_and_tile_of_a_lazy_stack_repeat_each_part():
     assert stack.repeat(1, 0).batch_size == (3, 0)
 
 
-def test_out_of_place_binary_ops_of_lazy_stacks_are_lazy_stacks_of_the_parts_results():
+def test_out_of_place_pointwise_ops_of_lazy_stacks_are_lazy_stacks_of_the_parts_results():
     stack = lazy_stack(nested_parts(), 0)
     stack._stack_dim_name = "env"
     dense = stack.contiguous()
     for out, expected in ((stack + stack, dense + dense), (stack * 2.0, dense * 2.0),
                           (stack.logical_and(stack), dense.logical_and(dense)),
-                          (stack.mod(2), dense.mod(2))):
+                          (stack.mod(2), dense.mod(2)),
+                          (stack.addcmul(stack, stack, value=2), dense.addcmul(dense, dense,
+                                                                               value=2)),
+                          (stack.lerp(stack * 3, 0.5), dense.lerp(dense * 3, 0.5))):
         assert isinstance(out, LazyStackedTensorDict) and out.names == ["env", None]
         assert all(a is not b for a, b in zip(out.tensordicts, stack.tensordicts))
         assert (out == expected).all()

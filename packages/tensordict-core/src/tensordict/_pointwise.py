@@ -712,19 +712,18 @@ def _on_meta(value: Any) -> Any:
 def _dense_ternary(td: Any, name: str, first: Any, second: Any, inplace: bool,
                    value: Any) -> Any:
     """The fast path of :func:`_ternary`: ``td``, ``first`` and ``second`` (or, for lerp,
-    a Python number weight) dense TensorDicts with the same keys (in place, also lazy
-    stacks of them), their leaves gathered in
-    one walk and computed by one ``_foreach`` call. None, having written nothing, when that
-    does not apply: in place, also unless every leaf trio has one shape and one floating
-    dtype (nothing can fail half way); out of place, when the kernel fails.
+    a Python number weight) dense TensorDicts with the same keys, or lazy stacks of them,
+    their leaves gathered in one walk and computed by one ``_foreach`` call. None, having
+    written nothing, when that does not apply: in place, also unless every leaf trio has
+    one shape and one floating dtype (nothing can fail half way); out of place, when the
+    kernel fails.
 
     >>> td = TensorDict(a=torch.zeros(2), n={"b": torch.ones(2)})
     >>> _dense_ternary(td, "lerp", td + 2, 0.5, False, None)["n", "b"]
     tensor([2., 2.])
     """
-    if not (td.__class__ is classes.TensorDict or
-            (inplace and td.__class__ is classes.LazyStackedTensorDict)) or \
-            torch.compiler.is_compiling():
+    if not (td.__class__ is classes.TensorDict or td.__class__ is classes.LazyStackedTensorDict) \
+            or torch.compiler.is_compiling():
         return None
     xs: list[_Tensor] = []
     ys: list[_Tensor] = []
@@ -754,7 +753,7 @@ def _dense_ternary(td: Any, name: str, first: Any, second: Any, inplace: bool,
         result = getattr(torch, f"_foreach_{name}")(*operands)
     except (RuntimeError, TypeError):
         return None
-    return rebuild(td, iter(result), td._device)
+    return _rebuilt(td, iter(result))
 
 
 def _install() -> None:
