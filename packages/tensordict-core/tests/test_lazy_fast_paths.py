@@ -377,7 +377,7 @@ def test_a_write_of_one_part_that_does_not_fit_writes_nothing():
         stack.update_at_(TensorDict(a=torch.ones(4, 2), m={"c": torch.ones(4)}, batch_size=[4]), 1)
     with pytest.raises(RuntimeError, match=r"shape \[3\] into the entry 'a' of shape \[4, 2\]"):
         stack.set_at_("a", torch.ones(3), 1)
-    with pytest.raises(RuntimeError, match=r"\[4, 3\] into the entry \('a',\) of shape \[4, 2\]"):
+    with pytest.raises(RuntimeError, match=r"\[4, 3\] into the entry 'a' of shape \[4, 2\]"):
         stack.update_at_(TensorDict(a=torch.ones(4, 3), n={"b": torch.ones(4)}, batch_size=[4]), 1)
     with pytest.raises(MissingKeyError, match='"m" not found'):  # even with nothing below
         stack.update_at_(TensorDict(a=torch.ones(4, 2), m={}, batch_size=[4]), 1)

@@ -234,7 +234,7 @@ class _IndexWriter:
         sub_batch, ndim = self.sub_batch, self.ndim
         for key, source in entries_of(value).items():
             target = td._get_str(key, None)
-            path = prefix + (key,)
+            path = prefix + (key,) if prefix else key  # (a top-level key named as itself)
             if isinstance(source, torch.Tensor):
                 if target is None:
                     target = torch.zeros(self.batch_size + source.shape[value_ndim:],
@@ -259,7 +259,7 @@ class _IndexWriter:
                     raise RuntimeError(f"cannot write a {type(source).__name__} into the entry "
                                        f"{path!r}, a {type(target).__name__}")
                 if type(target) is classes.TensorDict:
-                    self.collection(target, source, value_ndim, path)
+                    self.collection(target, source, value_ndim, prefix + (key,))
                 else:
                     self.nested(target, source)
 
@@ -267,7 +267,7 @@ class _IndexWriter:
         """Plan writing the tensor or number ``value`` into every tensor leaf."""
         for key, entry in entries_of(td).items():
             if isinstance(entry, torch.Tensor):
-                self.tensor(entry, value, prefix + (key,))
+                self.tensor(entry, value, prefix + (key,) if prefix else key)
             elif getattr(entry, "_is_non_tensor", False):
                 continue
             elif type(entry) is classes.TensorDict:
