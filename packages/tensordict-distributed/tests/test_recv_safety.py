@@ -5,14 +5,18 @@ raw-pickle payload."""
 
 from __future__ import annotations
 
+import base64
 import json
 import math
+import os
+import pickle
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 # Every rank runs this script: it joins a two-rank gloo group through a file store, runs
 # the scenario named on the command line and prints its result as the last line (JSON).
@@ -54,7 +58,8 @@ _SCRIPT = textwrap.dedent('''
     def point_to_point():
         out = {}
         values = {"str": "text", "tuple": ("a", 1, (2.5, None)), "dict": {1: [True, b"x"]},
-                  "nan": float("nan"), "inf": float("-inf")}
+                  "nan": float("nan"), "inf": float("-inf"), "set": {1, 2},
+                  "tensors": {"w": torch.ones(1)}}  # (the last two: plain-data pickles)
         for i, (name, value) in enumerate(values.items()):
             if rank == 0:
                 data(value, 1.0).send(1, init_tag=10 * i)
@@ -187,7 +192,7 @@ def test_json_values_and_stacks_round_trip(tmp_path):
     assert got.pop("nan") == "nan" and got.pop("inf") == "-inf"
     assert got == dict.fromkeys(
         ["str", "str_tensor", "tuple", "tuple_tensor", "dict", "dict_tensor", "nan_tensor",
-         "inf_tensor", "stack"], True)
+         "inf_tensor", "set", "set_tensor", "tensors", "tensors_tensor", "stack"], True)
 
 
 def test_pickled_payload_is_refused_and_runs_nothing(tmp_path):
@@ -240,10 +245,28 @@ def test_codec_covers_json_gaps_and_tags_the_rest():
     assert not pickled and decode_objects(payload) == values
     nan, _ = encode_objects([float("nan")])
     assert math.isnan(decode_objects(nan)[0])
-    payload, pickled = encode_objects([1, {3}])
+    payload, pickled = encode_objects([1, range(3)])
     assert pickled
-    with pytest.raises(PickledDataError, match=r"entries \('a', 'b'\) \(a builtins.set\)"):
+    with pytest.raises(PickledDataError, match=r"entries \('a', 'b'\) \(a builtins.range\)"):
         decode_objects(payload, names=["'x'", "('a', 'b')"])
-    assert decode_objects(payload, allow_pickle=True) == [1, {3}]
+    assert decode_objects(payload, allow_pickle=True) == [1, range(3)]
+    plain = [{3}, 1j, {"w": torch.arange(3.0)}]
+    payload, pickled = encode_objects(plain)
+    assert not pickled  # plain data: the restricted unpickler rebuilds it
+    got = decode_objects(payload)
+    assert got[:2] == [{3}, 1j] and torch.equal(got[2]["w"], torch.arange(3.0))
+
+
+def test_code_hidden_in_a_plain_data_tag_is_refused(tmp_path):
+    from tensordict.distributed._wire import PickledDataError, decode_objects
+
+    class Evil:
+        def __reduce__(self):
+            return (os.mkdir, (str(tmp_path / "ran"),))
+
+    forged = json.dumps([{"$d": base64.b64encode(pickle.dumps(Evil())).decode()}]).encode()
+    with pytest.raises(PickledDataError, match=r"entries 'v' \(a posix.mkdir\)"):
+        decode_objects(forged, names=["'v'"])
+    assert not (tmp_path / "ran").exists()
     with pytest.raises(ValueError, match="unknown tag"):
         decode_objects(b'[{"$zz": 1}]')

@@ -5,7 +5,8 @@ Installing tensordict-distributed adds ``send``, ``recv``, ``isend``, ``irecv``,
 ``all_reduce``, ``reduce``, ``all_gather``, ``gather_and_stack`` and ``scatter`` to
 TensorDicts, lazy stacks and tensorclass instances. This module exports the errors they
 raise and the structure description they exchange. Non-tensor values travel as JSON;
-values only ``pickle`` can carry are decoded only by a receiving call given
+values only ``pickle`` can carry are rebuilt as plain data (sets, tensors...) by a
+restricted unpickler, and anything else only by a receiving call given
 ``allow_pickle=True`` (else :class:`PickledDataError`).
 
 >>> from tensordict.distributed import Structure, StructureMismatchError

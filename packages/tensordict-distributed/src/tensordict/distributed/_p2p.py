@@ -16,10 +16,13 @@ When the sender's leaves are memory-mapped files, it waits for one answer first:
 receiver maps the very same files (a shared scratch space), the tensor bytes are not sent
 at all, since the receiver already sees them.
 
-Non-tensor values that JSON cannot describe are pickled, and the header says so: unless
-the receiving call passes ``allow_pickle=True``, the receiver takes the data off the wire
-without writing anything and raises a
-:class:`~tensordict.distributed.PickledDataError` naming the entries.
+Non-tensor values that JSON cannot describe are pickled. A pickle of plain data (sets,
+tensors, dicts of them...: :func:`tensordict._restricted_pickle.loads_data`) is rebuilt by
+the restricted unpickler, which runs no code; for any other, the header says so, and
+unless the receiving call passes ``allow_pickle=True``, the receiver takes the data off
+the wire without writing anything and raises a
+:class:`~tensordict.distributed.PickledDataError` naming the entries. (A sender that hides
+code in a plain-data pickle gets the same error, after the tensors have landed.)
 
 Example (on two ranks of a process group)::
 

@@ -24,6 +24,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from tensordict._restricted_pickle import UnsafePickleError, loads_data
+
 #: First word of every TensorDict header ("TDIC").
 MAGIC = 0x54444943
 
@@ -108,18 +110,20 @@ class PickledDataError(ValueError):
 
 
 # Non-tensor values travel as JSON. A JSON object is always one of these tags, so plain
-# values never collide with them (dicts travel as "$m" too).
-_TUPLE, _MAP, _BYTES, _FLOAT, _PICKLE = "$t", "$m", "$b", "$f", "$p"
+# values never collide with them (dicts travel as "$m" too). "$d" holds a pickle of plain
+# data (the restricted unpickler rebuilds it: no permission needed), "$p" any other.
+_TUPLE, _MAP, _BYTES, _FLOAT, _DATA, _PICKLE = "$t", "$m", "$b", "$f", "$d", "$p"
 
 
 def encode_objects(objects: list[Any]) -> tuple[bytes, bool]:
     """``(payload, pickled)``: ``objects`` as JSON, with tags for what JSON lacks
     (tuples, dicts with any keys, bytes, NaN and infinities); a value of any other type
-    is pickled inside its tag, and ``pickled`` tells whether any was.
+    is pickled inside its tag, and ``pickled`` tells whether any pickle needs more than
+    plain data (:func:`tensordict._restricted_pickle.loads_data`: sets, tensors...).
 
-    >>> payload, pickled = encode_objects([("a", 1), {2: b"x"}, float("nan")])
+    >>> payload, pickled = encode_objects([("a", 1), {2: b"x"}, float("nan"), {3}])
     >>> pickled, decode_objects(payload)
-    (False, [('a', 1), {2: b'x'}, nan])
+    (False, [('a', 1), {2: b'x'}, nan, {3}])
     """
     pickled: list[bool] = []
     encoded = [_encode(obj, pickled) for obj in objects]
@@ -140,9 +144,21 @@ def _encode(value: Any, pickled: list[bool]) -> Any:
         return {_MAP: [[_encode(k, pickled), _encode(v, pickled)] for k, v in value.items()]}
     if kind is bytes:
         return {_BYTES: base64.b64encode(value).decode()}
+    data = pickle.dumps(value)
+    if _plain(data):
+        return {_DATA: base64.b64encode(data).decode()}
     pickled.append(True)
     name = f"{kind.__module__}.{kind.__qualname__}"
-    return {_PICKLE: [name, base64.b64encode(pickle.dumps(value)).decode()]}
+    return {_PICKLE: [name, base64.b64encode(data).decode()]}
+
+
+def _plain(data: bytes) -> bool:
+    """Whether the restricted unpickler rebuilds ``data`` (so a receiver may)."""
+    try:
+        loads_data(data)
+    except (pickle.UnpicklingError, RuntimeError, ValueError):
+        return False
+    return True
 
 
 def decode_objects(payload: bytes, allow_pickle: bool = False,
@@ -201,6 +217,14 @@ def _decode(value: Any, allow_pickle: bool) -> Any:
         return base64.b64decode(body)
     if tag == _FLOAT:
         return float(body)
+    if tag == _DATA:
+        data = base64.b64decode(body)
+        if allow_pickle:
+            return pickle.loads(data)
+        try:
+            return loads_data(data)
+        except UnsafePickleError as err:  # a sender that hid code in a data pickle
+            raise _Refused(err.name) from None
     if tag == _PICKLE:
         if not allow_pickle:
             raise _Refused(body[0])
