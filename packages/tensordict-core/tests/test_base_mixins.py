@@ -15,6 +15,7 @@ from tensordict import LazyStackedTensorDict, NonTensorStack, TensorDict, Tensor
 from tensordict._base import TensorCollection
 from tensordict._collection import NO_DEFAULT, classes
 from tensordict._lazy_dict import LazyDictMixin
+from tensordict._lazy_index import LazyIndexMixin
 from tensordict._lazy_ops import DensifyMixin
 from tensordict._lazy_shape import LazyShapeMixin
 from tensordict._map import MapMixin
@@ -68,7 +69,7 @@ def test_unbound_calls_through_the_base(make: Callable[[], Any]) -> None:
 def test_shared_methods_are_the_bases(cls: type) -> None:
     """Every name a concrete class does not define itself (nor in its own mixins)
     resolves through TensorDictBase, i.e. is TensorDictBase's attribute."""
-    own = {MapMixin, LazyDictMixin, DensifyMixin, LazyShapeMixin}
+    own = {MapMixin, LazyDictMixin, DensifyMixin, LazyShapeMixin, LazyIndexMixin}
     shared = [name for name in dir(cls) if _owner(cls, name) in TensorDictBase.__mro__]
     assert {"update_at_", "depth", "apply", "tile", "sum", "state_dict", "save",
             "__add__", "to_module", "from_dict", "lock_"} <= set(shared)
