@@ -352,6 +352,99 @@ def test_copy_from_leaves_that_require_grad():
     assert source.grad.tolist() == [2.0, 2.0]
 
 
+def test_fast_copies_bump_version_counters():
+    # the one-call copy skips autograd's layer, not the version counter it checks
+    weight = torch.ones(2, requires_grad=True)
+    td = TensorDict(a=torch.zeros(2), batch_size=[2])
+    product = weight * td["a"]  # saves td["a"] for backward
+    td.copy_(TensorDict(a=torch.ones(2), batch_size=[2]))
+    assert td["a"]._version == 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        product.sum().backward()
+
+
+def _pair(batch: list[int]) -> TensorDict:
+    return TensorDict(a=torch.ones(batch), b=torch.ones(batch), batch_size=batch)
+
+
+IN_PLACE_OPS = {
+    "copy_": lambda td: td.copy_(_pair([2])),
+    "update_": lambda td: td.update_({"a": torch.ones(2), "b": torch.ones(2)}),
+    "td[0] = value": lambda td: td.__setitem__(0, _pair([])),
+    "td[rows] = value": lambda td: td.__setitem__(torch.tensor([0]), _pair([1])),
+    "update_at_": lambda td: td.update_at_({"a": torch.tensor(1.0), "b": torch.tensor(1.0)}, 0),
+    "load_state_dict": lambda td: td.load_state_dict({"a": torch.ones(2), "b": torch.ones(2)}),
+    "apply_": lambda td: td.apply_(lambda x: x + 1),
+    "add_(number)": lambda td: td.add_(1),
+    "add_(td)": lambda td: td.add_(_pair([2])),
+    "exp_": lambda td: td.exp_(),
+    "lerp_": lambda td: td.lerp_(_pair([2]), 0.5),
+    "addcmul_": lambda td: td.addcmul_(_pair([2]), _pair([2])),
+}
+
+
+def _inference_pair() -> TensorDict:
+    with torch.inference_mode():
+        return TensorDict(a=torch.zeros(2), b=torch.zeros(2), batch_size=[2])
+
+
+def _inference_stack() -> LazyStackedTensorDict:
+    with torch.inference_mode():
+        parts = [TensorDict(a=torch.zeros(()), b=torch.zeros(())) for _ in range(2)]
+    return LazyStackedTensorDict(*parts)
+
+
+@pytest.mark.parametrize("make", [_inference_pair, _inference_stack], ids=["dense", "lazy"])
+@pytest.mark.parametrize("op", sorted(IN_PLACE_OPS))
+def test_in_place_writes_refuse_inference_tensors_unchanged(op, make):
+    # torch writes an inference tensor outside inference mode, then raises: checked first
+    td = make()
+    with pytest.raises(RuntimeError, match="entry 'a': it is an inference tensor"):
+        IN_PLACE_OPS[op](td)
+    assert td["a"].eq(0).all() and td["b"].eq(0).all()
+    with torch.inference_mode():
+        IN_PLACE_OPS[op](td)
+    assert not td["a"].eq(0).all()
+
+
+@pytest.mark.parametrize("op", sorted(IN_PLACE_OPS))
+def test_in_place_writes_refuse_an_expanded_leaf_unchanged(op):
+    td = TensorDict(a=torch.zeros(2), b=torch.zeros(1).expand(2), batch_size=[2])
+    with pytest.raises(RuntimeError, match="entry 'b' of shape \\[2\\]: its elements share memory"):
+        IN_PLACE_OPS[op](td)
+    assert td["a"].eq(0).all() and td["b"].eq(0).all()
+
+
+def test_fills_write_expanded_leaves_and_lazy_parts():
+    td = TensorDict(a=torch.zeros(1).expand(2), n={"b": torch.zeros(2)}, batch_size=[2])
+    assert td.fill_("a", 2.0)["a"].eq(2).all() and td.zero_()["a"].eq(0).all()
+    stack = LazyStackedTensorDict(*[TensorDict(a=torch.zeros(()), n={"b": torch.zeros(())})
+                                    for _ in range(2)])
+    stack.fill_("a", 3.0).fill_(("n", "b"), 4.0)
+    assert [part["a"].item() for part in stack.tensordicts] == [3.0, 3.0]
+    assert stack["n", "b"].tolist() == [4.0, 4.0]
+    with torch.inference_mode():
+        frozen = TensorDict(a=torch.zeros(2), batch_size=[2])
+    with pytest.raises(RuntimeError, match="inference tensor"):
+        frozen.fill_("a", 1.0)
+    with pytest.raises(RuntimeError, match="inference tensor"):
+        frozen.set_("a", torch.ones(2))
+    assert frozen["a"].eq(0).all()
+
+
+def test_fast_copies_carry_forward_ad_tangents():
+    import torch.autograd.forward_ad as fwAD
+
+    with fwAD.dual_level():
+        source = fwAD.make_dual(torch.ones(2), torch.full((2,), 3.0))
+        td = TensorDict(a=torch.zeros(2), batch_size=[2])
+        td.copy_(TensorDict(a=source, batch_size=[2]))
+        assert fwAD.unpack_dual(td["a"]).tangent.tolist() == [3.0, 3.0]
+        buf = TensorDict(a=torch.zeros(3, 2), batch_size=[3])
+        buf[1] = TensorDict(a=source)
+        assert fwAD.unpack_dual(buf["a"]).tangent[1].tolist() == [3.0, 3.0]
+
+
 def test_fast_paths_step_aside_under_torch_compile():
     from torch._dynamo.testing import CompileCounter
 

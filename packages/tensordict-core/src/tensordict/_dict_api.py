@@ -635,7 +635,8 @@ class DictMixin(RestructureMixin, MetadataMixin):
         ``index``."""
         target = self._get_path(path)
         if isinstance(target, torch.Tensor):
-            return plan_leaf_at_index(self, index, target, value, path)
+            return plan_leaf_at_index(self, index, target, value,
+                                      path if len(path) > 1 else path[0])  # (errors name it)
         if getattr(target, "_is_non_tensor", False):
             return self._parent_of(path, create=False)._plan_at_index(index, {path[-1]: value})
         return target._plan_at_index(index, value)

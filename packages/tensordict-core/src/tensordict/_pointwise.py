@@ -32,7 +32,13 @@ from typing import Any
 import torch
 
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
-from tensordict._plan import same_shapes, writable_in_place
+from tensordict._plan import (
+    check_target,
+    copy_untracked,
+    in_place_ready,
+    same_shapes,
+    writable_in_place,
+)
 from tensordict._traverse import dense_leaves, stacked_leaves
 
 _Tensor = torch.Tensor
@@ -133,7 +139,7 @@ def copy_matching_leaves(td: Any, other: Any, non_blocking: bool = False) -> boo
             not writable_in_place(mine, theirs):  # (dynamo traces no attrgetter)
         return False
     try:  # nothing autograd records (sources included: _foreach_copy_ has no derivative)
-        torch._foreach_copy_(mine, theirs, non_blocking=non_blocking)
+        copy_untracked(mine, theirs, non_blocking)
     except NotImplementedError:  # no kernel for a leaf (nested tensors): none written
         return False
     return True
@@ -326,6 +332,19 @@ def _check_writable(td: Any, name: str, leaves: list[_Tensor], operand: Any, oth
     _leafwise(td, f"{name}_", check, (other,), default)
 
 
+def check_targets(td: Any, leaves: list[_Tensor], *, shared_ok: bool = False) -> None:
+    """Raise, naming the entry, before an in-place op writes into ``leaves``, the tensor
+    leaves of ``td``, if one of them cannot take any write (:func:`check_target`); one
+    pass over the list when :func:`in_place_ready` accepts them.
+
+    >>> check_targets(TensorDict(a=torch.zeros(2)), [torch.zeros(2)]) is None
+    True
+    """
+    if not torch.compiler.is_compiling() and not in_place_ready(leaves):
+        td._apply_nest(lambda key, x: check_target(x, key, shared_ok=shared_ok), named=True,
+                       nested_keys=True, filter_empty=False)
+
+
 def _describe(value: Any) -> str:
     return value.dtype if isinstance(value, _Tensor) else type(value).__name__
 
@@ -352,6 +371,7 @@ def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
     if not leaves:
         return td if inplace else td.copy()
     if inplace:
+        check_targets(td, leaves)
         _check_writable(td, name, leaves, operand, other, default)
     if foreach is not None and not kwargs and not isinstance(operand, _Tensor):
         kernel = _FOREACH[name][inplace]
@@ -390,7 +410,7 @@ def _dense_binary(td: Any, name: str, other: Any, inplace: bool) -> Any:
             return None
     else:
         return None
-    if not xs or (inplace and not _fits(name, xs, operand)):
+    if not xs or (inplace and not (in_place_ready(xs) and _fits(name, xs, operand))):
         return None
     fn, foreach, _ = BINARY[name]
     if foreach is None:
@@ -474,6 +494,7 @@ def unary(td: Any, name: str, *, inplace: bool = False) -> Any:
     if not leaves:
         return td if inplace else td.copy()
     if inplace:
+        check_targets(td, leaves)
         for dtype in {x.dtype for x in leaves}:
             result = _unary_dtype(name, dtype)
             if not torch.can_cast(result, dtype):
@@ -609,6 +630,7 @@ class PointwiseMixin:
         """
         leaves = self._tensor_leaves()
         if leaves:
+            check_targets(self, leaves, shared_ok=True)
             torch._foreach_zero_(leaves)
         return self
 
@@ -618,14 +640,13 @@ class PointwiseMixin:
         >>> TensorDict(a=torch.zeros(2)).fill_("a", 3.0)["a"]
         tensor([3., 3.])
         """
-        entry = self.get(key) if key in self else None
-        if entry is None:
+        if key not in self:
             raise KeyError(f"cannot fill {key!r}: no such entry (keys {sorted(self.keys())})")
-        if isinstance(entry, _Tensor):
-            entry.fill_(value)
-        else:
-            for leaf in entry._tensor_leaves():
-                leaf.fill_(value)
+        entry = self.select(key)  # (its leaves are ours: a lazy stack's, its parts')
+        leaves = entry._tensor_leaves()
+        check_targets(entry, leaves, shared_ok=True)
+        for leaf in leaves:
+            leaf.fill_(value)
         return self
 
     def copy_(self, tensordict: Any, non_blocking: bool = False) -> Any:
@@ -667,6 +688,8 @@ def _ternary(td: Any, name: str, first: Any, second: Any, *, inplace: bool,
     fn = getattr(torch, name)
     method = getattr(_Tensor, f"{name}_")
     if inplace and not torch.compiler.is_compiling():
+        check_targets(td, td._tensor_leaves())
+
         def check(x: _Tensor, a: Any, b: Any) -> None:
             if any(isinstance(t, _Tensor) and t.is_nested for t in (x, a, b)) or (
                     _like(a, x) and (_like(b, x) or isinstance(b, Number))):
@@ -742,6 +765,8 @@ def _dense_ternary(td: Any, name: str, first: Any, second: Any, inplace: bool,
     if value is not None:
         operands.append(value)
     if inplace:
+        if not in_place_ready(xs):
+            return None
         for leaves in operands[1:3]:
             if leaves.__class__ is list and not (same_shapes(xs, leaves) and all(
                     x is y and x.is_floating_point for x, y in set(zip(map(_dtype, xs),

@@ -37,6 +37,7 @@ from tensordict._collection import classes
 from tensordict._consolidate import mark_consolidated, rebuild, storage_and_metadata
 from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nontensor import NonTensorData
+from tensordict._plan import in_place_ready
 
 #: slots never pickled: weak references and pending ``with`` actions (closures)
 _Tensor = torch.Tensor
@@ -241,11 +242,12 @@ def _copy_state(td: Any, state_dict: Mapping[str, Any], metadata: Mapping[str, A
     sources: list[torch.Tensor] = []
     for name, source in state_dict.items():
         target = leaves.get(name)  # (None for a key that is not a str: then no match)
-        if target is None or source.__class__ is not _Tensor or target.shape != source.shape \
-                or not target.is_contiguous():  # (an expanded target: general path)
+        if target is None or source.__class__ is not _Tensor or target.shape != source.shape:
             return False
         targets.append(target)
         sources.append(source)
+    if not in_place_ready(targets):  # (an expanded target...: the general path names it)
+        return False
     if targets:
         with torch.no_grad():
             torch._foreach_copy_(targets, sources)

@@ -33,7 +33,13 @@ import torch
 from tensordict import errors
 from tensordict._collection import classes, is_tensor_collection
 from tensordict._nontensor import NonTensorData, same_value
-from tensordict._plan import WritePlan, broadcasts_to, same_shapes, writable_in_place
+from tensordict._plan import (
+    WritePlan,
+    broadcasts_to,
+    copy_untracked,
+    same_shapes,
+    writable_in_place,
+)
 from tensordict._pointwise import dense_leaf_pairs
 from tensordict._shapes import check_bounds, indexed_size, masks_to_indices, normalize_index
 from tensordict._stack import entries_of, flatten_nested, map_nested
@@ -107,7 +113,10 @@ def _copy_matching(td: Any, index: Any, value: Any) -> bool:
     except (TypeError, RuntimeError):  # a slice of odd bounds, a nested tensor...
         return False
     if views:
-        torch._foreach_copy_(views, sources)
+        try:
+            copy_untracked(views, sources)
+        except NotImplementedError:  # no kernel (nested tensors, forward AD): none written
+            return False
     return True
 
 

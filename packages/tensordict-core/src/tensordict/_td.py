@@ -42,7 +42,7 @@ from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nested_key import NestedKey, is_flat_path
 from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 from tensordict._options import list_to_stack
-from tensordict._plan import check_write
+from tensordict._plan import check_target, check_write
 from tensordict._repr import tensordict_repr
 from tensordict._setitem import plan_at_index, set_at_index
 from tensordict._shapes import (
@@ -497,7 +497,10 @@ class TensorDict(MapMixin, TensorDictBase):
                 if present is not value:
                     # torch checks what check_write does (shapes, a leaf requiring grad,
                     # overlapping elements) before writing anything: check_write only
-                    # names the entry in the error
+                    # names the entry in the error; but it writes an inference tensor,
+                    # then raises
+                    if not torch.compiler.is_compiling() and present.is_inference():
+                        check_target(present, key)
                     try:
                         if non_blocking:
                             present.copy_(value, non_blocking=True)
