@@ -372,6 +372,7 @@ IN_PLACE_OPS = {
     "update_": lambda td: td.update_({"a": torch.ones(2), "b": torch.ones(2)}),
     "td[0] = value": lambda td: td.__setitem__(0, _pair([])),
     "td[rows] = value": lambda td: td.__setitem__(torch.tensor([0]), _pair([1])),
+    "copy_at_": lambda td: td.copy_at_(_pair([]), 0),
     "update_at_": lambda td: td.update_at_({"a": torch.tensor(1.0), "b": torch.tensor(1.0)}, 0),
     "load_state_dict": lambda td: td.load_state_dict({"a": torch.ones(2), "b": torch.ones(2)}),
     "apply_": lambda td: td.apply_(lambda x: x + 1),

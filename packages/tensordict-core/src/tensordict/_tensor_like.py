@@ -28,6 +28,7 @@ import torch
 from tensordict import errors
 from tensordict._collection import NO_DEFAULT, acts_as_tensordict, classes, is_tensor_collection
 from tensordict._nested_key import NestedKey
+from tensordict._plan import writable_in_place
 from tensordict._shapes import as_device
 
 _Tensor = torch.Tensor
@@ -287,8 +288,10 @@ class TensorLikeMixin:
         except (IndexError, RuntimeError, TypeError) as err:
             raise RuntimeError(_FAST_COPY_ERROR) from err
         pairs: list[tuple[_Tensor, _Tensor]] = []
-        if not _copy_pairs(self, tensordict, batch, len(self.batch_size), pairs):
-            return self.update_at_(tensordict, idx, non_blocking=non_blocking)  # lazy parts
+        if not _copy_pairs(self, tensordict, batch, len(self.batch_size), pairs) or \
+                not writable_in_place([target for target, _ in pairs]):
+            # lazy parts, or a target to check closer (that path names it)
+            return self.update_at_(tensordict, idx, non_blocking=non_blocking)
         for target, value in pairs:  # every pair checked: no write can fail half-way
             target[idx] = value
         return self
