@@ -290,6 +290,34 @@ def test_in_place_broadcast_operand():
     assert td["a"].tolist() == [[4.0, 2.0, 2.0]] * 2
 
 
+@pytest.mark.parametrize("lazy", [False, True])
+def test_add_and_sub_with_alpha_match_leaf_by_leaf(lazy):
+    def make(scale):
+        td = TensorDict(x=torch.full((2, 3), scale), n={"i": torch.arange(2) * int(scale)},
+                        batch_size=[2])
+        return LazyStackedTensorDict(*td.unbind(0)) if lazy else td
+    td, other = make(1.0), make(2.0)
+    for name in ("add", "sub"):
+        for alpha in (2, 3):
+            expected = {key: getattr(torch, name)(td[key], other[key], alpha=alpha)
+                        for key in td.keys(True, True)}
+            out = getattr(td, name)(other, alpha=alpha)
+            inplace = getattr(td.clone(), f"{name}_")(other, alpha=alpha)
+            for key, value in expected.items():
+                assert torch.equal(out[key], value) and torch.equal(inplace[key], value), key
+    floats = TensorDict(x=torch.ones(2), y=torch.zeros(2), batch_size=[2])
+    floats.add_(floats.clone(), alpha=0.5)  # a float alpha: floating leaves
+    assert floats["x"].tolist() == [1.5, 1.5] and floats["y"].tolist() == [0.0, 0.0]
+
+
+def test_float_alpha_for_an_integral_leaf_raises_unchanged():
+    td = TensorDict(x=torch.ones(2), n={"i": torch.arange(2)}, batch_size=[2])
+    before = td.clone()
+    with pytest.raises(RuntimeError, match="float alpha 0.5 for the integral leaf \\('n', 'i'\\)"):
+        td.add_(td.clone(), alpha=0.5)
+    assert_same(td, before)
+
+
 def test_unary_keeps_the_structure():
     td = nested().set("s", "text")
     out = td.exp()

@@ -235,6 +235,7 @@ def rebuild(td: Any, leaves: Iterator[_Tensor], device: torch.device | None) -> 
     return classes.TensorDict._from_entries(out, td._batch_size, device, td._names)
 
 
+_WITH_ALPHA = frozenset({"add", "sub"})  # the binary ops that take ``alpha``
 #: binary op name -> its (out-of-place, in-place) ``_foreach`` kernels
 _FOREACH = {name: (getattr(torch, f"_foreach_{foreach}"), getattr(torch, f"_foreach_{foreach}_"))
             for name, (_, foreach, _) in BINARY.items() if foreach is not None}
@@ -356,10 +357,11 @@ def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
     In place, every leaf is checked before the first one is written.
     """
     fn, foreach, _ = BINARY[name]
-    if (foreach is not None or not inplace) and not kwargs and (
+    alpha = kwargs.get("alpha") if len(kwargs) == 1 and name in _WITH_ALPHA else None
+    if (foreach is not None or not inplace) and (not kwargs or alpha is not None) and (
             td.__class__ is classes.TensorDict or td.__class__ is classes.LazyStackedTensorDict) \
             and not torch.compiler.is_compiling():  # (dynamo traces no attrgetter)
-        result = _dense_binary(td, name, other, inplace)
+        result = _dense_binary(td, name, other, inplace, alpha)
         if result is not None:
             return result
     if _is_collection(other):
@@ -373,6 +375,12 @@ def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
     if inplace:
         check_targets(td, leaves)
         _check_writable(td, name, leaves, operand, other, default)
+        if isinstance(kwargs.get("alpha"), float):  # torch refuses it for integral leaves
+            for key, leaf in td.items(True, True):
+                if isinstance(leaf, _Tensor) and not (leaf.is_floating_point() or
+                                                      leaf.is_complex()):
+                    raise RuntimeError(f"{name}_ cannot take the float alpha "
+                                       f"{kwargs['alpha']} for the integral leaf {key!r}")
     if foreach is not None and not kwargs and not isinstance(operand, _Tensor):
         kernel = _FOREACH[name][inplace]
         try:
@@ -390,14 +398,15 @@ def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
     return _leafwise(td, name, lambda x, y: fn(x, y, **kwargs), (other,), default)
 
 
-def _dense_binary(td: Any, name: str, other: Any, inplace: bool) -> Any:
+def _dense_binary(td: Any, name: str, other: Any, inplace: bool, alpha: Any = None) -> Any:
     """The fast path of :func:`binary`: ``td`` a dense TensorDict of tensors or a lazy
     stack of them, and ``other`` a Python number or a collection of the same kind with
-    the same keys; the leaves are gathered in one walk and computed in one
-    ``_foreach`` call (out of place, an op without one is called leaf by leaf). None,
-    having written nothing, when that does not apply: in place, also when a result does
-    not fit its leaf as it is (broadcasting, casting); out of place, when the kernel
-    fails. The general path then handles it (and names the failing key)."""
+    the same keys (``alpha``, of add and sub, only with a collection); the leaves are
+    gathered in one walk and computed in one ``_foreach`` call (out of place, an op
+    without one is called leaf by leaf). None, having written nothing, when that does
+    not apply: in place, also when a result does not fit its leaf as it is
+    (broadcasting, casting); out of place, when the kernel fails. The general path then
+    handles it (and names the failing key)."""
     xs: list[_Tensor] = []
     operand: Any
     if other.__class__ is td.__class__:
@@ -412,6 +421,18 @@ def _dense_binary(td: Any, name: str, other: Any, inplace: bool) -> Any:
         return None
     if not xs or (inplace and not (in_place_ready(xs) and _fits(name, xs, operand))):
         return None
+    if alpha is not None:
+        if operand.__class__ is not list or not (alpha.__class__ is int or all(
+                map(_Tensor.is_floating_point, xs))):  # (torch refuses a float for ints)
+            return None
+        kernel = _FOREACH[name][inplace]
+        if inplace:
+            kernel(xs, operand, alpha=alpha)
+            return td
+        try:
+            return _rebuilt(td, iter(kernel(xs, operand, alpha=alpha)))
+        except (RuntimeError, TypeError):
+            return None
     fn, foreach, _ = BINARY[name]
     if foreach is None:
         pairs = zip(xs, operand) if operand.__class__ is list else ((x, operand) for x in xs)
