@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from tensordict import LazyStackedTensorDict, TensorDict, tensorclass
-from tensordict.nn import TensorDictModule, TensorDictSequential
+from tensordict.nn import TensorDictModule, TensorDictParams, TensorDictSequential
 
 Workload = Callable[[], Callable[[], object]]
 WORKLOADS: dict[str, Workload] = {}
@@ -161,6 +161,43 @@ def _to_dtype():
 def _from_module():
     module = nn.Sequential(*(nn.Linear(16, 16) for _ in range(10)))
     return lambda: TensorDict.from_module(module)
+
+
+def _target_and_source() -> tuple[TensorDictParams, TensorDict]:
+    """A target network's parameters and the online ones: TorchRL's target updaters."""
+    module = nn.Sequential(*(nn.Linear(16, 16) for _ in range(10)))
+    source = TensorDict.from_module(module)
+    return TensorDictParams(source.clone()), source
+
+
+@workload("hard target update: copy_ of a 10-layer MLP's params")
+def _hard_update():
+    target, source = _target_and_source()
+
+    def update():
+        with torch.no_grad():
+            target.data.copy_(source.data)
+    return update
+
+
+@workload("soft target update: lerp_ of a 10-layer MLP's params")
+def _soft_update():
+    target, source = _target_and_source()
+
+    def update():
+        with torch.no_grad():
+            target.data.lerp_(source.data, 0.005)
+    return update
+
+
+@workload("soft target update: mul_ then add_ with alpha")
+def _soft_update_alpha():
+    target, source = _target_and_source()
+
+    def update():
+        with torch.no_grad():
+            target.data.mul_(0.995).add_(source.data, alpha=0.005)
+    return update
 
 
 # -- fixed cost per call: one leaf -------------------------------------------------------------

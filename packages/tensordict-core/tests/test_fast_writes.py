@@ -497,6 +497,21 @@ def test_fast_paths_step_aside_under_torch_compile():
     assert counter.frame_count == 1
 
 
+def test_set_at_a_number():
+    td = TensorDict(a=torch.zeros(3, 2), i=torch.zeros(3, dtype=torch.int64),
+                    n={"b": torch.zeros(3)}, batch_size=[3])
+    td.set_at_("a", 1.0, 1).set_at_("i", 2, -1).set_at_(("n", "b"), True, 0)
+    td.set_at_("a", 5, slice(0, 1))  # (not an int index: the general path)
+    assert td["a"][:, 0].tolist() == [5.0, 1.0, 0.0]
+    assert td["i"].tolist() == [0, 0, 2] and td["n", "b"].tolist() == [1.0, 0.0, 0.0]
+    before = td.clone()
+    with pytest.raises(IndexError, match="batch size"):
+        td.set_at_("a", 1.0, 3)
+    with pytest.raises(TypeError, match="complex number"):
+        td.set_at_("a", 1j, 0)
+    assert (td == before).all()
+
+
 def test_set_at_one_row_of_one_leaf_is_checked_before_writing():
     td = TensorDict(a=torch.zeros(3, 2), n={"b": torch.zeros(3, 2)}, batch_size=[3])
     td.set_at_("a", torch.ones(2), 1)

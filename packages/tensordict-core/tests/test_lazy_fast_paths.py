@@ -349,6 +349,16 @@ def test_filter_empty_of_a_lazy_stack_drops_the_empty_nodes_only():
     assert set(stack.keys()) == {"a", "n"} and all(set(p.keys()) == {"a", "n"} for p in parts)
 
 
+def test_filter_empty_of_a_lazy_stack_keeps_a_node_that_one_part_fills():
+    # part by part, as upstream: the sub-TensorDict empty in the second part only keeps
+    # its leaf in the first (a stacked check saw no common leaf and dropped it from both)
+    first = TensorDict(a=torch.zeros(()), e={}, s={"y": torch.ones(())})
+    second = TensorDict(a=torch.zeros(()), e={}, s={})
+    LazyStackedTensorDict(first, second).filter_empty_()
+    assert set(first.keys(True)) == {"a", "s", ("s", "y")} and first["s", "y"].item() == 1.0
+    assert set(second.keys(True)) == {"a"}
+
+
 # -- writing one whole part ------------------------------------------------------------------------
 def nested_parts(n=3):
     return [TensorDict(a=torch.full((4, 2), float(i)), n={"b": torch.full((4,), float(i))},

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
 
 _new_view = object.__new__
+_NUMBERS = frozenset((int, float, bool))  # the values set_at_ writes as they are
 
 #: How a lazy stack reads entries of different shapes (``get(key, as_list=True)``...);
 #: a dense collection, whose values already are one tensor, accepts and ignores them.
@@ -563,7 +564,8 @@ class DictMixin(RestructureMixin, MetadataMixin):
         >>> td.set_at_("a", torch.ones(2), 1)["a"][1]
         tensor([1., 1.])
         """
-        if value.__class__ is torch.Tensor and self.__class__ is classes.TensorDict:
+        tensor = value.__class__ is torch.Tensor
+        if (tensor or value.__class__ in _NUMBERS) and self.__class__ is classes.TensorDict:
             path = key_to_path(key)  # one leaf: its checked write, without a source walk
             target = self._get_path(path, None)
             if target.__class__ is torch.Tensor:
@@ -571,12 +573,14 @@ class DictMixin(RestructureMixin, MetadataMixin):
                 if index.__class__ is int and batch and -batch[0] <= index < batch[0]:
                     check_write(target, value, key, target.shape[1:])  # one row: one write
                     target[index] = value
-                elif index.__class__ is tuple and not index:  # all of it (a lazy stack's part)
-                    check_write(target, value, key)
-                    target.copy_(value)
-                else:
-                    plan_leaf_at_index(self, index, target, value, key).run()
-                return self
+                    return self
+                if tensor:
+                    if index.__class__ is tuple and not index:  # all of it (a lazy part)
+                        check_write(target, value, key)
+                        target.copy_(value)
+                    else:
+                        plan_leaf_at_index(self, index, target, value, key).run()
+                    return self
         return self.update_at_({key: value}, index, non_blocking=non_blocking)
 
     def get_at(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:

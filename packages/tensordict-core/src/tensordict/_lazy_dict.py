@@ -198,6 +198,11 @@ class LazyDictMixin:
             td.rename_key_(old_key, new_key, safe=safe)
         return self
 
+    def filter_empty_(self) -> Any:
+        """Drop, part by part, the sub-TensorDicts that hold no leaves (a sub-stack empty
+        in one part only keeps its leaves in the others); returns self."""
+        return self._each_("filter_empty_")
+
     def clear_device_(self) -> Any:
         """Forget the device of the stack and of its parts; returns self."""
         self._device = None
