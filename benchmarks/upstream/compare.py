@@ -48,6 +48,8 @@ def table(ours: dict[str, list[float]], upstream: dict[str, list[float]]) -> tup
         ratio = mine / theirs
         ratios.append(ratio)
         rows.append((ratio, f"| {name} | {mine * 1e6:,.1f} | {theirs * 1e6:,.1f} | {ratio:.2f} |"))
+    if not ratios:
+        raise SystemExit("no workload timed under both implementations: check --only")
     rows.sort()
     geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
     head = ("| workload | ours (µs) | upstream (µs) | ours / upstream |\n"

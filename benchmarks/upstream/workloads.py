@@ -4,7 +4,7 @@ implementation by ``compare.py`` (never both in one interpreter).
 Each workload is a function that builds its data and returns the callable to time; only
 API that both implementations share is used. Prints one JSON object, seconds per call:
 
-    python benchmarks/upstream/workloads.py [--only SUBSTRING] > times.json
+    python benchmarks/upstream/workloads.py [--only SUBSTRING|OTHER] > times.json
 """
 
 from __future__ import annotations
@@ -623,14 +623,16 @@ def time_one(build: Workload, budget: float) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--only", default="", help="run the workloads whose name holds this")
+    parser.add_argument("--only", default="",
+                        help="run the workloads whose name holds this (or one of A|B)")
     parser.add_argument("--budget", type=float, default=0.2, help="seconds per repeat")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
+    only = args.only.split("|")
     times: dict[str, object] = {}
     for name, build in WORKLOADS.items():
-        if args.only in name:
+        if any(o in name for o in only):
             try:
                 times[name] = time_one(build, args.budget)
             except Exception as err:  # noqa: BLE001 - compare.py lists it, the rest runs
