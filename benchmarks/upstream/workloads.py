@@ -20,6 +20,7 @@ import time
 import timeit
 import warnings
 from collections.abc import Callable
+from functools import partial
 
 import torch
 from torch import nn
@@ -163,41 +164,25 @@ def _from_module():
     return lambda: TensorDict.from_module(module)
 
 
-def _target_and_source() -> tuple[TensorDictParams, TensorDict]:
-    """A target network's parameters and the online ones: TorchRL's target updaters."""
-    module = nn.Sequential(*(nn.Linear(16, 16) for _ in range(10)))
-    source = TensorDict.from_module(module)
-    return TensorDictParams(source.clone()), source
+def _target_update(step: Callable[[TensorDict, TensorDict], object]) -> Callable[[], None]:
+    """``step(target.data, source.data)`` under no_grad: TorchRL's target-network updaters,
+    the target a ``TensorDictParams`` of a 10-layer MLP's parameters."""
+    source = TensorDict.from_module(nn.Sequential(*(nn.Linear(16, 16) for _ in range(10))))
+    target = TensorDictParams(source.clone())
 
-
-@workload("hard target update: copy_ of a 10-layer MLP's params")
-def _hard_update():
-    target, source = _target_and_source()
-
-    def update():
+    def update() -> None:
         with torch.no_grad():
-            target.data.copy_(source.data)
+            step(target.data, source.data)
     return update
 
 
-@workload("soft target update: lerp_ of a 10-layer MLP's params")
-def _soft_update():
-    target, source = _target_and_source()
-
-    def update():
-        with torch.no_grad():
-            target.data.lerp_(source.data, 0.005)
-    return update
-
-
-@workload("soft target update: mul_ then add_ with alpha")
-def _soft_update_alpha():
-    target, source = _target_and_source()
-
-    def update():
-        with torch.no_grad():
-            target.data.mul_(0.995).add_(source.data, alpha=0.005)
-    return update
+for _name, _step in {
+    "hard target update: copy_ of a 10-layer MLP's params": lambda t, s: t.copy_(s),
+    "soft target update: lerp_ of a 10-layer MLP's params": lambda t, s: t.lerp_(s, 0.005),
+    "soft target update: mul_ then add_ with alpha":
+        lambda t, s: t.mul_(0.995).add_(s, alpha=0.005),
+}.items():
+    workload(_name)(partial(_target_update, _step))
 
 
 # -- fixed cost per call: one leaf -------------------------------------------------------------
