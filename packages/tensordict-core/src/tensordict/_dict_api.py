@@ -42,7 +42,7 @@ from tensordict._metadata import MetadataMixin
 from tensordict._nested_key import NestedKey, key_to_path, unravel_key
 from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 from tensordict._options import get_defaults_to_none
-from tensordict._plan import WritePlan, check_write
+from tensordict._plan import WritePlan, check_target, check_write
 from tensordict._pointwise import copy_matching_leaves
 from tensordict._resize_update import planned_resize
 from tensordict._restructure import RestructureMixin
@@ -53,6 +53,21 @@ if TYPE_CHECKING:
 
 _new_view = object.__new__
 _NUMBERS = frozenset((int, float, bool))  # the values set_at_ writes as they are
+
+
+def _write_row(target: torch.Tensor, index: int, value: Any, key: NestedKey) -> None:
+    """``target[index] = value``, one write that torch checks whole before writing (shape,
+    a leaf requiring grad), but for an inference tensor, which it writes first, and an
+    expanded one, whose row it writes into every row sharing it: those are checked here;
+    a failure is raised again naming ``key``."""
+    if not target.is_contiguous() or (not torch.compiler.is_compiling() and
+                                      target.is_inference()):
+        check_target(target, key)
+    try:
+        target[index] = value
+    except (RuntimeError, TypeError):
+        check_write(target, value, key, target.shape[1:])  # raises, naming the entry
+        raise
 
 #: How a lazy stack reads entries of different shapes (``get(key, as_list=True)``...);
 #: a dense collection, whose values already are one tensor, accepts and ignores them.
@@ -571,8 +586,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
             if target.__class__ is torch.Tensor:
                 batch = self._batch_size
                 if index.__class__ is int and batch and -batch[0] <= index < batch[0]:
-                    check_write(target, value, key, target.shape[1:])  # one row: one write
-                    target[index] = value
+                    _write_row(target, index, value, key)
                     return self
                 if tensor:
                     if index.__class__ is tuple and not index:  # all of it (a lazy part)

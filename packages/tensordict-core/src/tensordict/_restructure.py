@@ -268,10 +268,13 @@ class RestructureMixin:
 
     def filter_empty_(self) -> Any:
         """Drop sub-TensorDicts that hold no leaves; returns self."""
-        for key in list(self._keys_str()):
-            if is_sub_tensordict(self._peek_str(key)):  # (a lazy stack builds no leaf)
-                if self._get_str(key).filter_empty_().is_empty():
-                    self._del_str(key)
+        entries = getattr(self, "_tensordict", None)  # a TensorDict's stored values
+        items = list(entries.items()) if entries.__class__ is dict else \
+            [(key, self._peek_str(key)) for key in self._keys_str()]  # (builds no leaf)
+        for key, value in items:
+            if value.__class__ is not _Tensor and is_sub_tensordict(value) and \
+                    self._get_str(key).filter_empty_().is_empty():
+                self._del_str(key)
         return self
 
     def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> dict[str, Any]:
