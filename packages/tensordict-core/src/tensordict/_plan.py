@@ -33,7 +33,7 @@ _requires_grad = attrgetter("requires_grad")
 any_requires_grad = getattr(torch._C, "_any_requires_grad", None) or (
     lambda *lists: any(any(map(_requires_grad, tensors)) for tensors in lists))
 _WHOLE: Any = object()  # no index: the whole target is written
-_below_autograd = getattr(torch._C, "_AutoDispatchBelowAutograd", None)
+_below_autograd = torch._C._AutoDispatchBelowAutograd
 _functorch_active = torch._C._are_functorch_transforms_active
 _forward_ad = torch.autograd.forward_ad  # (its _current_level: -1 outside a dual level)
 
@@ -155,7 +155,7 @@ def copy_untracked(targets: list[_Tensor], sources: Sequence[_Tensor],
     >>> copy_untracked([x], [torch.ones(2)]); x, x._version
     (tensor([1., 1.]), 1)
     """
-    if _below_autograd is None or _functorch_active() or _forward_ad._current_level >= 0:
+    if _functorch_active() or _forward_ad._current_level >= 0:
         torch._foreach_copy_(targets, sources, non_blocking=non_blocking)
     else:
         with _below_autograd():

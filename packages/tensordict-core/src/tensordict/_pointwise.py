@@ -375,12 +375,13 @@ def binary(td: Any, name: str, other: Any, *, inplace: bool = False,
     if inplace:
         check_targets(td, leaves)
         _check_writable(td, name, leaves, operand, other, default)
-        if isinstance(kwargs.get("alpha"), float):  # torch refuses it for integral leaves
-            for key, leaf in td.items(True, True):
-                if isinstance(leaf, _Tensor) and not (leaf.is_floating_point() or
-                                                      leaf.is_complex()):
-                    raise RuntimeError(f"{name}_ cannot take the float alpha "
-                                       f"{kwargs['alpha']} for the integral leaf {key!r}")
+        if isinstance(kwargs.get("alpha"), float) and not all(
+                x.is_floating_point() or x.is_complex() for x in leaves):
+            key = next(k for k, v in td.items(True, True)  # torch refuses it for integers
+                       if isinstance(v, _Tensor) and not (v.is_floating_point() or
+                                                          v.is_complex()))
+            raise RuntimeError(f"{name}_ cannot take the float alpha {kwargs['alpha']} for "
+                               f"the integral leaf {key!r}")
     if foreach is not None and not kwargs and not isinstance(operand, _Tensor):
         kernel = _FOREACH[name][inplace]
         try:
