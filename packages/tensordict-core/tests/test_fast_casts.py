@@ -1,5 +1,6 @@
-"""Fast paths of device moves, casts, detach, to_dict, all/any, comparisons and lerp on
-dense TensorDicts, checked against the general paths and upstream's behaviour."""
+"""Fast paths of device moves, casts, shallow copies, detach, to_dict, all/any, comparisons
+and lerp on dense TensorDicts, checked against the general paths and upstream's
+behaviour."""
 
 from __future__ import annotations
 
@@ -17,6 +18,25 @@ def nested(**kwargs) -> TensorDict:
 
 def leaves(td) -> list[torch.Tensor]:
     return [td["a"], td["b"], td["n", "c"]]
+
+
+# -- copy() / clone(recurse=False) -----------------------------------------------------
+def test_shallow_copy_is_new_nodes_holding_the_same_values():
+    param = torch.nn.Parameter(torch.zeros(2))
+    stack = LazyStackedTensorDict(TensorDict(x=torch.zeros(())), TensorDict(x=torch.ones(())))
+    td = nested(names=["x"], p=param, s=NonTensorData("text", batch_size=[2]), lazy=stack,
+                sub={"deep": {"d": torch.zeros(2, 4)}}).lock_()
+    for out in (td.copy(), td.clone(recurse=False)):
+        assert out is not td and not out.is_locked and out.names == ["x"]
+        assert out.batch_size == td.batch_size and out.device == td.device
+        assert all(x is y for x, y in zip(leaves(out), leaves(td)))
+        assert out["p"] is param and out["s"] is td["s"]  # tensor subclass, non-tensor
+        for key in ("n", "sub", ("sub", "deep"), "lazy"):
+            assert out[key] is not td[key] and out[key].__class__ is td[key].__class__
+        assert out["sub", "deep", "d"] is td["sub", "deep", "d"]
+        assert out["lazy"].tensordicts[1]["x"] is stack.tensordicts[1]["x"]
+        out["n", "new"] = torch.zeros(2)  # the copy's structure is its own
+        assert "new" not in td["n"].keys()
 
 
 # -- to(device) ----------------------------------------------------------------------------

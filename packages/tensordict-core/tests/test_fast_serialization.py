@@ -1,5 +1,5 @@
-"""Fast paths: ``load_state_dict`` in place, ``torch.stack(..., out=)`` checks, and plugin
-methods resolved as class attributes."""
+"""Fast paths: ``load_state_dict`` in place, ``torch.stack(..., out=)`` checks, a tensor
+repeated in every stacked TensorDict, and plugin methods resolved as class attributes."""
 
 from __future__ import annotations
 
@@ -109,6 +109,26 @@ def test_stack_out_mixed_dtypes_cast() -> None:
     out = torch.stack([td.float() for td in tds], 0).zero_()
     torch.stack(tds, 0, out=out)
     assert out["a"].dtype is torch.float32 and out["a"].sum().item() == 4.0
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_stack_of_one_tensor_repeated_is_torchs_stack(dim) -> None:
+    # a rollout's constants (its parameters) are the same tensor at every step
+    const = torch.arange(6.0).reshape(2, 3).requires_grad_()
+    column = const[:, 0]  # a view: expanded from its own strides
+    tds = [TensorDict({"c": const, "v": torch.full((2, 3), float(i)), "n": {"z": column}},
+                      [2]) for i in range(4)]
+    out = torch.stack(tds, dim)
+    dim %= 2  # (a dim of the new batch size)
+    expected = torch.stack([const] * 4, dim)
+    assert torch.equal(out["c"], expected) and out["c"].is_contiguous()
+    assert out["c"].stride() == expected.stride()
+    assert torch.equal(out["n", "z"], torch.stack([column] * 4, dim))
+    assert out["n", "z"].is_contiguous()
+    assert out["v"].select(dim, 3).eq(3).all()
+    assert out["c"].data_ptr() != const.data_ptr()  # a copy, as torch.stack's
+    out["c"].sum().backward()
+    assert torch.equal(const.grad, torch.full((2, 3), 4.0))
 
 
 # -- plugin methods as class attributes -----------------------------------------------------

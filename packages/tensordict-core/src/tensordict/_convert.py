@@ -32,6 +32,7 @@ from tensordict._collection import TensorCollection, acts_as_tensordict, classes
 from tensordict._nontensor import NonTensorData, unwrap_non_tensor
 
 _PYTREE_TYPE = "_pytree_type"
+_Tensor = torch.Tensor
 
 
 def _is_namedtuple(obj: Any) -> bool:
@@ -104,9 +105,9 @@ def _from_list(obj: list[Any]) -> Any:
 def _value(obj: Any) -> Any:
     """One entry as the ``from_*`` constructors store it: containers become (nested)
     dicts, lists tensors or NonTensorStacks, structured arrays TensorDicts."""
-    if isinstance(obj, (torch.Tensor, TensorCollection)):
+    if obj.__class__ is _Tensor or isinstance(obj, (_Tensor, TensorCollection)):
         return obj
-    if isinstance(obj, Mapping):
+    if obj.__class__ is dict or isinstance(obj, Mapping):
         return {key: _value(value) for key, value in obj.items()}
     if isinstance(obj, tuple):
         keys = obj._fields if _is_namedtuple(obj) else map(str, range(len(obj)))

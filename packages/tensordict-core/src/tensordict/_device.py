@@ -99,10 +99,11 @@ class DeviceMixin:
             out = clone_dense(self)  # a dense TensorDict: one _foreach call
             if out is not None:
                 return out
-        fn = torch.Tensor.clone if recurse else _same
-        if self.__class__ is classes.TensorDict:  # the traversal without its options
-            return self._map_leaves(fn, None, NO_DEFAULT, NO_DEFAULT, False)
-        return self._apply_nest(fn, filter_empty=False)
+        if self.__class__ is classes.TensorDict:
+            if not recurse:
+                return _copy_structure(self)
+            return self._map_leaves(torch.Tensor.clone, None, NO_DEFAULT, NO_DEFAULT, False)
+        return self._apply_nest(torch.Tensor.clone if recurse else _same, filter_empty=False)
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> Any:
         """A :class:`TensorDict` copy: every tensor cloned, every sub-collection (a lazy
@@ -425,3 +426,25 @@ for _name, _dtype in _CASTS.items():
 
 def _same(tensor: torch.Tensor) -> torch.Tensor:
     return tensor
+
+
+def _copy_structure(td: Any) -> Any:
+    """``td.clone(recurse=False)`` of a dense TensorDict: a new node for each dense node,
+    holding the same tensors and non-tensor data (what the traversal of :func:`_same`
+    returns, without a call per leaf); other sub-collections are traversed so.
+
+    >>> td = TensorDict(a=torch.zeros(1), n={"b": torch.zeros(1)})
+    >>> out = _copy_structure(td)
+    >>> out["n"] is td["n"], out["n", "b"] is td["n", "b"]
+    (False, True)
+    """
+    dense = td.__class__
+    entries = td._tensordict.copy()
+    for key, value in td._tensordict.items():
+        if value.__class__ is _Tensor:
+            continue
+        if value.__class__ is dense:
+            entries[key] = _copy_structure(value)
+        elif not (isinstance(value, _Tensor) or getattr(value, "_is_non_tensor", False)):
+            entries[key] = value._apply_nest(_same, filter_empty=False)
+    return dense._from_entries(entries, td._batch_size, td._device, td._names)

@@ -21,7 +21,8 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from operator import attrgetter, itemgetter
+from itertools import repeat
+from operator import attrgetter, is_, itemgetter
 from typing import Any
 
 import torch
@@ -285,10 +286,33 @@ def stack(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noq
     new = batch[:dim] + torch.Size([len(tds)]) + batch[dim:]
     names = tds[0].names
     names = names[:dim] + [None] + names[dim:]
-    out = _combine(list(map(entries_of, tds)), lambda xs: torch.stack(xs, dim), new, ndim,
+    out = _combine(list(map(entries_of, tds)), leaf_stacker(dim), new, ndim,
                    names, _common_device(tds), (), capture_non_tensor_stack(),
                    lambda stacks: stack_lazy(stacks, dim, maybe_dense_stack))
     return typed_like(tds[0], out)
+
+
+def leaf_stacker(dim: int) -> Callable[[list[_Tensor]], _Tensor]:
+    """``torch.stack(tensors, dim)`` as the leaf op of :func:`stack`. One tensor repeated
+    (a constant of every step of a rollout, such as its parameters; a plain strided
+    tensor) is expanded and copied once, without the pass over the list in torch (a
+    quarter of a microsecond a tensor for 0-dim ones).
+
+    >>> x = torch.tensor(2.0)
+    >>> leaf_stacker(0)([x, x, x])
+    tensor([2., 2., 2.])
+    """
+    def stack_leaf(tensors: list[_Tensor]) -> _Tensor:
+        first = tensors[0]
+        if tensors[-1] is first and first.__class__ is _Tensor and \
+                first.layout is torch.strided and not first.is_nested and \
+                all(map(is_, tensors, repeat(first))):
+            shape = list(first.shape)
+            shape.insert(dim, len(tensors))
+            return first.unsqueeze(dim).expand(shape).clone(
+                memory_format=torch.contiguous_format)
+        return torch.stack(tensors, dim)
+    return stack_leaf
 
 
 def cat(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa: A002

@@ -46,6 +46,7 @@ from tensordict._plan import check_target, check_write
 from tensordict._repr import tensordict_repr
 from tensordict._setitem import plan_at_index, set_at_index
 from tensordict._shapes import (
+    CPU,
     as_device,
     as_size,
     indexed_size,
@@ -114,7 +115,8 @@ class TensorDict(MapMixin, TensorDictBase):
                                                   or acts_as_tensordict(entries)):
             raise ValueError(f"TensorDict source must be a mapping, got {type(entries).__name__}")
         if non_blocking is None:  # as to(): asynchronous copies where no wait is needed
-            non_blocking = self._device is not None and self._device.type == "cuda"
+            non_blocking = self._device is not None and self._device != CPU and \
+                self._device.type == "cuda"
         self._fill(entries, non_blocking)
         if auto:
             self.auto_batch_size_()
