@@ -313,11 +313,13 @@ class TensorDict(MapMixin, TensorDictBase):
     def get(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
             if key.__class__ is str:
-                try:
-                    return self._tensordict[key]
-                except KeyError:
-                    if len(args) == 1 and args[0] is not NO_DEFAULT:
-                        return args[0]
+                if not args:
+                    try:
+                        return self._tensordict[key]
+                    except KeyError:
+                        pass
+                elif len(args) == 1 and args[0] is not NO_DEFAULT:  # (no KeyError raised)
+                    return self._tensordict.get(key, args[0])
             elif key.__class__ is tuple and key:
                 value = _lookup(self, key)
                 if value is _MISSING:
