@@ -1,6 +1,6 @@
 """The lazy stack's fast paths give what the general paths give: key listing and lookups,
-``set``, ``update``, ``select``, ``lazy_stack``, padded and nested reads, ``del``, and an
-explicit ``NO_DEFAULT``; every write is checked before the first one."""
+``set``, ``update``, ``select``, ``lazy_stack``, padded and nested reads, ``del``,
+``clone``, and an explicit ``NO_DEFAULT``; every write is checked before the first one."""
 
 import pytest
 import torch
@@ -450,3 +450,35 @@ def test_update_of_a_lazy_stack_from_a_dict_gives_each_part_its_slice():
     assert (out["n", "b"] == 0).all() and (stack["n", "b"][1] == 1).all()
     with pytest.raises(RuntimeError, match="'a'"):
         stack.update({"a": torch.zeros(2, 4, 2)})
+
+
+def part_leaves(stack):
+    """The leaves the parts of a (nested) lazy stack hold."""
+    if isinstance(stack, LazyStackedTensorDict):
+        return [x for part in stack.tensordicts for x in part_leaves(part)]
+    return list(stack.values(True, True))
+
+
+@pytest.mark.parametrize("stack_dim", [0, 1])
+def test_clone_of_a_stack_of_dense_parts_copies_every_leaf_in_one_call(stack_dim, monkeypatch):
+    inner = lazy_stack([TensorDict(x=torch.full((4,), float(i))) for i in range(2)])
+    pieces = [TensorDict({"a": torch.full((4, 2), float(i)), "n": {"b": torch.ones(4)}}, [4])
+              for i in range(3)]
+    stack = LazyStackedTensorDict(*pieces, stack_dim=stack_dim)
+    stack.names = ["s", "t"] if stack_dim == 0 else ["t", "s"]
+    nested = lazy_stack([stack, stack.clone()])  # a stack of stacks: one call too
+    calls = []
+    monkeypatch.setattr("tensordict._pointwise._clone_all",
+                        lambda xs: calls.append(len(xs)) or [x.clone() for x in xs])
+    for source, leaves in ((stack, 6), (nested, 12)):
+        out = source.clone()
+        assert calls.pop() == leaves
+        assert type(out) is type(source) and out.batch_size == source.batch_size
+        assert out.stack_dim == source.stack_dim and out.names == source.names
+        assert (out == source).all()
+        mine, theirs = part_leaves(out), part_leaves(source)
+        assert len(mine) == leaves and all(x.data_ptr() != y.data_ptr()
+                                           for x, y in zip(mine, theirs))
+    # a part that is not dense (a lazy stack entry) takes the general path
+    mixed = lazy_stack([TensorDict(a=torch.zeros(2), s=inner[:2]) for _ in range(2)])
+    assert (mixed.clone() == mixed).all() and not calls

@@ -20,7 +20,7 @@ import torch
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._moves import adopt, move, parse_to_args, pinned
 from tensordict._plan import any_requires_grad
-from tensordict._pointwise import caster, clone_dense, map_dense
+from tensordict._pointwise import caster, clone_at_once, map_dense
 from tensordict._reductions import reduce_fully
 from tensordict._shapes import as_device
 
@@ -96,7 +96,7 @@ class DeviceMixin:
     def clone(self, recurse: bool = True, **kwargs: Any) -> Any:
         """A deep copy (``recurse=False``: new structure, same tensors); never locked."""
         if recurse:
-            out = clone_dense(self)  # a dense TensorDict: one _foreach call
+            out = clone_at_once(self)  # one _foreach call for every leaf
             if out is not None:
                 return out
         if self.__class__ is classes.TensorDict:

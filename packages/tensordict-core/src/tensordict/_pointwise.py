@@ -176,27 +176,28 @@ def map_dense(td: Any, fn: Callable[[_Tensor], _Tensor], device: Any = NO_DEFAUL
 _clone_all = getattr(torch, "_foreach_clone", None) or (lambda xs: [x.clone() for x in xs])
 
 
-def clone_dense(td: Any) -> Any:
+def clone_at_once(td: Any) -> Any:
     """``td.clone()`` of a dense TensorDict of tensors (one :func:`dense_leaves`
-    accepts): every leaf cloned in one ``_foreach_clone``, which autograd records and
-    which keeps each leaf's strides, as ``clone`` does; None for anything else (also
-    for leaves the kernel does not take, such as nested tensors, and for a TensorDict of
-    fewer than 3 entries, which one walk cloning leaf by leaf copies faster).
+    accepts) or of a lazy stack of them: every leaf cloned in one ``_foreach_clone``,
+    which autograd records and which keeps each leaf's strides, as ``clone`` does; None
+    for anything else (also for leaves the kernel does not take, such as nested tensors,
+    and for a dense TensorDict of fewer than 3 entries, which one walk cloning leaf by
+    leaf copies faster).
 
     >>> td = TensorDict(a=torch.ones(2), b=torch.ones(2), n={"c": torch.ones(2)})
-    >>> out = clone_dense(td)
+    >>> out = clone_at_once(td)
     >>> out["n", "c"].data_ptr() != td["n", "c"].data_ptr()
     True
     """
     leaves: list[_Tensor] = []
-    if td.__class__ is not classes.TensorDict or len(td._tensordict) < 3 or \
-            torch.compiler.is_compiling() or not dense_leaves(td._tensordict, leaves):
+    if td.__class__ is classes.TensorDict and len(td._tensordict) < 3 or \
+            torch.compiler.is_compiling() or not stacked_leaves(td, leaves):
         return None
     try:
         clones = _clone_all(leaves)
     except (NotImplementedError, RuntimeError):
         return None
-    return rebuild(td, iter(clones), td._device)
+    return _rebuilt(td, iter(clones))
 
 
 #: the tensor method casting to a dtype, where one exists: ``x.double()`` costs less than
