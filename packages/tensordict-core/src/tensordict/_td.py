@@ -129,15 +129,18 @@ class TensorDict(MapMixin, TensorDictBase):
         """Store the constructor's ``entries``, each checked against the batch size."""
         store = self._tensordict
         size = self._batch_size
-        # a tensor on no set device, whose leading dim is the one batch dim (or no batch
-        # dims at all), is stored as it is; anything else goes through _validate_value
+        # a tensor on the TensorDict's device (or with no device set), whose leading dim
+        # is the one batch dim (or with no batch dims at all), is stored as it is;
+        # anything else goes through _validate_value
         lead = size[0] if len(size) == 1 else None
-        plain = self._device is None and (lead is not None or not size)
+        plain = lead is not None or not size
+        device = self._device
         for key, value in entries.items():
             if key.__class__ is str:
                 try:  # (a strided nested tensor has no .shape, a 0-dim one no shape[0]:
                     # _validate_value checks them)
                     if plain and value.__class__ is _Tensor and (
+                            device is None or value.device == device) and (
                             lead is None or value.shape[0] == lead):
                         store[key] = value
                         continue
