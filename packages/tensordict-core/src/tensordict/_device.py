@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -25,6 +26,9 @@ from tensordict._reductions import reduce_fully
 from tensordict._shapes import as_device
 
 _Tensor = torch.Tensor
+_tensor_data = attrgetter("data")
+#: leaves that ``data`` and ``detach`` turn into plain tensors along the fast walk
+_PARAMETERS = (torch.nn.Parameter,)
 
 
 class DeviceMixin:
@@ -133,7 +137,7 @@ class DeviceMixin:
 
     def detach(self) -> Any:
         """A TensorDict of detached tensors (locked if this one is, as upstream)."""
-        out = map_dense(self, _Tensor.detach)
+        out = map_dense(self, _Tensor.detach, leaves_also=_PARAMETERS)
         if out is None:
             out = self._apply_nest(_Tensor.detach, filter_empty=False)
         return out.lock_() if self.is_locked else out
@@ -301,8 +305,13 @@ class DeviceMixin:
 
     @property
     def data(self) -> Any:
-        """A TensorDict of the leaves' ``.data`` (detached, same storage)."""
-        return self._apply_nest(lambda x: x.data, filter_empty=False)
+        """A TensorDict of the leaves' ``.data`` (detached, same storage).
+
+        >>> TensorDict(w=torch.nn.Parameter(torch.ones(2))).data["w"].requires_grad
+        False
+        """
+        out = map_dense(self, _tensor_data, leaves_also=_PARAMETERS)
+        return self._apply_nest(_tensor_data, filter_empty=False) if out is None else out
 
     @property
     def grad(self) -> Any:

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
+from tensordict._layout_memo import COPIES
 from tensordict._plan import (
     check_target,
     copy_untracked,
@@ -135,8 +136,8 @@ def copy_matching_leaves(td: Any, other: Any, non_blocking: bool = False) -> boo
     if not (td.__class__ is other.__class__ is classes.TensorDict) or \
             torch.compiler.is_compiling() or \
             not dense_leaf_pairs(td._tensordict, other._tensordict, mine, theirs) or \
-            not same_shapes(mine, theirs) or \
-            not writable_in_place(mine, theirs):  # (dynamo traces no attrgetter)
+            not COPIES.fits("copy", mine, theirs, lambda: same_shapes(mine, theirs) and
+                            writable_in_place(mine, theirs)):  # (dynamo traces neither)
         return False
     try:  # nothing autograd records (sources included: _foreach_copy_ has no derivative)
         copy_untracked(mine, theirs, non_blocking)
@@ -145,11 +146,13 @@ def copy_matching_leaves(td: Any, other: Any, non_blocking: bool = False) -> boo
     return True
 
 
-def map_dense(td: Any, fn: Callable[[_Tensor], _Tensor], device: Any = NO_DEFAULT) -> Any:
-    """``fn`` over the leaves of a dense TensorDict (one :func:`dense_leaves` accepts) in
-    one walk, the result on ``device`` (by default, each node's own), with the same
-    structure, batch size and names; None for anything else (``fn``, a function without
-    side effects, may have run on some leaves).
+def map_dense(td: Any, fn: Callable[[_Tensor], _Tensor], device: Any = NO_DEFAULT,
+              leaves_also: Collection[type] = ()) -> Any:
+    """``fn`` over the leaves of a dense TensorDict (one :func:`dense_leaves` accepts,
+    with leaves of the classes of ``leaves_also`` too) in one walk, the result on
+    ``device`` (by default, each node's own), with the same structure, batch size and
+    names; None for anything else (``fn``, a function without side effects, may have run
+    on some leaves).
 
     >>> td = TensorDict(a=torch.ones(1), n={"b": torch.ones(1)})
     >>> out = map_dense(td, torch.neg, torch.device("cpu"))
@@ -161,10 +164,10 @@ def map_dense(td: Any, fn: Callable[[_Tensor], _Tensor], device: Any = NO_DEFAUL
         return None
     out = {}
     for key, x in td._tensordict.items():
-        if x.__class__ is _Tensor:
+        if x.__class__ is _Tensor or x.__class__ in leaves_also:
             out[key] = fn(x)
         else:
-            x = map_dense(x, fn, device)
+            x = map_dense(x, fn, device, leaves_also)
             if x is None:
                 return None
             out[key] = x

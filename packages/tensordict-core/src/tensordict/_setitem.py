@@ -32,12 +32,13 @@ import torch
 
 from tensordict import errors
 from tensordict._collection import classes, is_tensor_collection
+from tensordict._layout_memo import COPIES
 from tensordict._nontensor import NonTensorData, same_value
 from tensordict._plan import (
     WritePlan,
     broadcasts_to,
-    copy_untracked,
     same_shapes,
+    untracked,
     writable_in_place,
 )
 from tensordict._pointwise import dense_leaf_pairs
@@ -103,20 +104,24 @@ def _copy_matching(td: Any, index: Any, value: Any) -> bool:
     if len(value._batch_size) != ndim or not dense_leaf_pairs(
             td._tensordict, value._tensordict, targets, sources, WRITABLE_AS_TENSOR):
         return False
-    if not writable_in_place(targets, sources):
-        return False
-    try:
-        views = targets if index.__class__ is tuple else [_view(target, index)
-                                                          for target in targets]
-        if not same_shapes(views, sources):
-            return False
-    except (TypeError, RuntimeError):  # a slice of odd bounds, a nested tensor...
-        return False
-    if views:
+    with untracked():  # the views too: nothing here is tracked, once checked
         try:
-            copy_untracked(views, sources)
-        except NotImplementedError:  # no kernel (nested tensors, forward AD): none written
+            views = targets if index.__class__ is tuple else [_view(target, index)
+                                                              for target in targets]
+        except (TypeError, RuntimeError):  # a slice of odd bounds, a nested tensor...
             return False
+
+        def fits() -> bool:
+            return writable_in_place(targets, sources) and same_shapes(views, sources)
+        # the views' shapes follow from the leaves' for an int (in range) or ``()``
+        if not (fits() if index.__class__ is slice else
+                COPIES.fits(("copy at", index.__class__), targets, sources, fits)):
+            return False
+        if views:
+            try:
+                torch._foreach_copy_(views, sources)
+            except NotImplementedError:  # no kernel (nested tensors, forward AD): none written
+                return False
     return True
 
 

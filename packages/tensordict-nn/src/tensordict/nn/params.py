@@ -207,6 +207,12 @@ class TensorDictParams(TensorDictBase, nn.Module):
     def _index(self, index: Any) -> Any:
         return self._param_td._index(index)
 
+    @property
+    def data(self) -> Any:
+        """A TensorDict of the parameters' ``.data`` (plain tensors, same storage): what
+        a target-network update writes into."""
+        return self._param_td.data
+
     def _set_at_index(self, index: Any, value: Any) -> None:
         self._param_td._set_at_index(index, value)
 
