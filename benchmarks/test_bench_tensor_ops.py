@@ -22,6 +22,15 @@ def dzip(fn, ds):
             for k, v in first.items()}
 
 
+def dpair(fn, target, source):
+    """``fn(target_leaf, source_leaf)`` at each key of two nested dicts (in-place writes)."""
+    for key, value in target.items():
+        if isinstance(value, dict):
+            dpair(fn, value, source[key])
+        else:
+            fn(value, source[key])
+
+
 def make_dict(*batch):
     return {
         "obs": torch.randn(*batch, 8), "action": torch.randn(*batch, 2),
@@ -96,14 +105,34 @@ def test_setitem_index(benchmark):
 def test_setitem_index_baseline(benchmark):
     d = dmap(torch.clone, D2)
     sub = dmap(lambda x: x[INDEX].clone(), D2)
+    benchmark(dpair, lambda target, source: target.__setitem__(INDEX, source), d, sub)
 
-    def write(target=d, source=sub):
-        for key, value in target.items():
-            if isinstance(value, dict):
-                write(value, source[key])
-            else:
-                value[INDEX] = source[key]
+
+@pytest.mark.benchmark(group="setitem row")
+def test_setitem_row(benchmark):
+    buffer, row = TD2.clone(), TD2[3].clone()
+
+    def write():
+        buffer[5] = row
     benchmark(write)
+
+
+@pytest.mark.benchmark(group="setitem row")
+def test_setitem_row_baseline(benchmark):
+    buffer, row = dmap(torch.clone, D2), dmap(lambda x: x[3].clone(), D2)
+    benchmark(dpair, lambda target, source: target.__setitem__(5, source), buffer, row)
+
+
+@pytest.mark.benchmark(group="copy_ 50 leaves")
+def test_copy_in_place(benchmark):
+    td, other = TD_WIDE.clone(), TD_WIDE.clone()
+    benchmark(td.copy_, other)
+
+
+@pytest.mark.benchmark(group="copy_ 50 leaves")
+def test_copy_in_place_baseline(benchmark):
+    d, other = dmap(torch.clone, WIDE), dmap(torch.clone, WIDE)
+    benchmark(dpair, torch.Tensor.copy_, d, other)
 
 
 # -- stack / cat / cutting -----------------------------------------------------------------

@@ -187,3 +187,24 @@ def test_row_writes_after_a_remembered_layout():
     assert _same(buffer, before)
     buffer[-1] = row * 9  # any row in range, once the layout is known
     assert buffer["a"][3].tolist() == [9.0] * 3
+
+
+def test_tensor_index_writes_after_a_remembered_layout():
+    buffer = TensorDict(a=torch.zeros(4, 3), n={"b": torch.zeros(4)}, batch_size=[4])
+    rows = torch.tensor([0, 2])
+    value = TensorDict(a=torch.ones(2, 3), n={"b": torch.ones(2)}, batch_size=[2])
+    for _ in range(3):
+        buffer[rows] = value
+    assert buffer["n", "b"].tolist() == [1.0, 0.0, 1.0, 0.0]
+    before = buffer.clone()
+    for bad in (TensorDict(a=torch.ones(2, 3), n={"b": torch.ones(2, 2)}, batch_size=[2]),
+                TensorDict(a=torch.ones(2, 3), n={"b": torch.ones(2, dtype=torch.float64)},
+                           batch_size=[2])):
+        with pytest.raises(RuntimeError, match="b"):
+            buffer[rows] = bad
+        assert _same(buffer, before)
+    with torch.inference_mode():
+        frozen = TensorDict(a=torch.zeros(4, 3), n={"b": torch.zeros(4)}, batch_size=[4])
+    with pytest.raises(RuntimeError, match="inference tensor"):
+        frozen[rows] = value
+    assert frozen["a"].eq(0).all()

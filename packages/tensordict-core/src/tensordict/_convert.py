@@ -105,9 +105,12 @@ def _from_list(obj: list[Any]) -> Any:
 def _value(obj: Any) -> Any:
     """One entry as the ``from_*`` constructors store it: containers become (nested)
     dicts, lists tensors or NonTensorStacks, structured arrays TensorDicts."""
+    if obj.__class__ is dict:  # (a plain tensor, the common entry, is taken as it is)
+        return {key: value if value.__class__ is _Tensor else _value(value)
+                for key, value in obj.items()}
     if obj.__class__ is _Tensor or isinstance(obj, (_Tensor, TensorCollection)):
         return obj
-    if obj.__class__ is dict or isinstance(obj, Mapping):
+    if isinstance(obj, Mapping):
         return {key: _value(value) for key, value in obj.items()}
     if isinstance(obj, tuple):
         keys = obj._fields if _is_namedtuple(obj) else map(str, range(len(obj)))

@@ -159,12 +159,15 @@ def _copy_rows(td: Any, index: _Tensor, value: Any) -> bool:
     targets: list[_Tensor] = []
     sources: list[_Tensor] = []
     if not dense_leaf_pairs(td._tensordict, value._tensordict, targets, sources,
-                            WRITABLE_AS_TENSOR) or \
-            not writable_in_place(targets):
+                            WRITABLE_AS_TENSOR):
         return False
-    tail = itemgetter(slice(ndim, None))  # the dims after the batch
-    if any(map(ne, map(tail, map(_shape, targets)), map(tail, map(_shape, sources)))) or \
-            list(map(_dtype, targets)) != list(map(_dtype, sources)):
+
+    def fits() -> bool:
+        tail = itemgetter(slice(ndim, None))  # the dims after the batch
+        return writable_in_place(targets) and not any(
+            map(ne, map(tail, map(_shape, targets)), map(tail, map(_shape, sources)))) and \
+            list(map(_dtype, targets)) == list(map(_dtype, sources))
+    if not COPIES.fits("copy rows", targets, sources, fits):
         return False
     parts = (index,)
     for target, source in zip(targets, sources):
