@@ -497,6 +497,22 @@ def test_fast_paths_step_aside_under_torch_compile():
     assert counter.frame_count == 1
 
 
+def test_copies_under_vmap_write_each_leaf():
+    # vmap has no batching rule for _foreach_copy_: the copies go leaf by leaf
+    def run(x):
+        td = TensorDict(a=torch.zeros_like(x), n={"b": torch.zeros_like(x)})
+        for _ in range(3):  # (past the remembered layouts too)
+            td.copy_(TensorDict(a=x + 1, n={"b": x + 2}))
+        td.update_({"a": td["a"] * 2})
+        rows = TensorDict(a=torch.stack([torch.zeros_like(x)] * 2), batch_size=[2])
+        rows[1] = TensorDict(a=x + 3)
+        return td["a"] + td["n", "b"] + rows["a"].sum(0)
+
+    x = torch.arange(6.0).reshape(3, 2)
+    expected = torch.stack([run(row) for row in x])
+    assert torch.equal(torch.vmap(run)(x), expected)
+
+
 def test_set_at_a_number():
     td = TensorDict(a=torch.zeros(3, 2), i=torch.zeros(3, dtype=torch.int64),
                     n={"b": torch.zeros(3)}, batch_size=[3])

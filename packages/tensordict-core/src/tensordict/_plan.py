@@ -161,6 +161,17 @@ def untracked() -> AbstractContextManager[Any]:
     return _below_autograd()
 
 
+def one_call_copies() -> bool:
+    """Whether copies may run as one ``_foreach_copy_``: not while dynamo traces them
+    (the loop is its graph), nor under a functorch transform (``vmap`` has no batching
+    rule for it).
+
+    >>> one_call_copies(), torch.vmap(lambda x: torch.tensor(one_call_copies()))(torch.ones(1))
+    (True, tensor([False]))
+    """
+    return not (torch.compiler.is_compiling() or _functorch_active())
+
+
 def copy_untracked(targets: list[_Tensor], sources: Sequence[_Tensor],
                    non_blocking: bool = False) -> None:
     """``targets[i].copy_(sources[i])`` for each i, in one ``_foreach_copy_`` run
@@ -244,8 +255,8 @@ def copy_all(targets: list[_Tensor], sources: list[_Tensor], non_blocking: bool)
     (the loop is its graph) or a leaf has no kernel for it (nested tensors)."""
     if not targets:
         return
-    if not (torch.compiler.is_compiling() or (torch.is_grad_enabled() and
-                                             any_requires_grad(targets, sources))):
+    if one_call_copies() and not (torch.is_grad_enabled() and
+                                  any_requires_grad(targets, sources)):
         try:
             copy_untracked(targets, sources, non_blocking)
             return

@@ -37,6 +37,7 @@ from tensordict._plan import (
     check_target,
     copy_untracked,
     in_place_ready,
+    one_call_copies,
     same_shapes,
     writable_in_place,
 )
@@ -134,7 +135,7 @@ def copy_matching_leaves(td: Any, other: Any, non_blocking: bool = False) -> boo
     mine: list[_Tensor] = []
     theirs: list[_Tensor] = []
     if not (td.__class__ is other.__class__ is classes.TensorDict) or \
-            torch.compiler.is_compiling() or \
+            not one_call_copies() or \
             not dense_leaf_pairs(td._tensordict, other._tensordict, mine, theirs) or \
             not COPIES.fits("copy", mine, theirs, lambda: same_shapes(mine, theirs) and
                             writable_in_place(mine, theirs)):  # (dynamo traces neither)

@@ -37,6 +37,7 @@ from tensordict._nontensor import NonTensorData, same_value
 from tensordict._plan import (
     WritePlan,
     broadcasts_to,
+    one_call_copies,
     same_shapes,
     untracked,
     writable_in_place,
@@ -59,7 +60,7 @@ WRITABLE_AS_TENSOR: set[type] = {_Tensor}
 
 def set_at_index(td: Any, index: Any, value: Any) -> None:
     """Write ``value`` (a TensorDict, mapping, tensor or number) into ``td[index]``."""
-    if value.__class__ is not classes.TensorDict or torch.compiler.is_compiling() or not (
+    if value.__class__ is not classes.TensorDict or not one_call_copies() or not (
             _copy_rows(td, index, value) if index.__class__ is _Tensor
             else _copy_matching(td, index, value)):  # (dynamo traces no attrgetter)
         plan_at_index(td, index, value).run()
@@ -71,7 +72,7 @@ def copy_matching_at(td: Any, index: Any, value: Any) -> bool:
     if td.__class__ is classes.LazyStackedTensorDict:
         td, index = td._whole_part(index), ()
     return td.__class__ is value.__class__ is classes.TensorDict and \
-        not torch.compiler.is_compiling() and _copy_matching(td, index, value)
+        one_call_copies() and _copy_matching(td, index, value)
 
 
 def _copy_matching(td: Any, index: Any, value: Any) -> bool:
