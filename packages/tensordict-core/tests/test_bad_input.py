@@ -400,8 +400,11 @@ case("dense: unflatten a dim out of range", dense, lambda td: td.unflatten(3, (1
 case("named: flatten with start after end", named, lambda td: td.flatten(1, 0), ValueError,
      "start_dim")
 case("named: permute with too few dims", named, lambda td: td.permute(0), ValueError, "[0]")
-case("named: gather with an index of the wrong ndim", named,
-     lambda td: td.gather(1, torch.zeros(3, dtype=torch.long)), RuntimeError, "[3]")
+case("named: gather with an index of more dims than the batch", named,
+     lambda td: td.gather(1, torch.zeros(3, 1, 1, dtype=torch.long)), RuntimeError,
+     "[3, 1, 1]")
+case("named: gather with an index wider than the batch", named,
+     lambda td: td.gather(1, torch.zeros(5, dtype=torch.long)), RuntimeError, "[5]")
 case("named: gather with an index out of range", named,
      lambda td: td.gather(1, torch.full((3, 1), 9)), RuntimeError, "9")
 case("dense: masked_select with a mask too short", dense,

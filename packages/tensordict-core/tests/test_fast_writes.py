@@ -461,6 +461,24 @@ def test_fills_write_expanded_leaves_and_lazy_parts():
     assert frozen["a"].eq(0).all()
 
 
+def test_fills_of_a_leaf_that_requires_grad_write_nothing():
+    # torch refuses the leaf in place with grad enabled: the others are not written first
+    td = TensorDict(a=torch.zeros(2), n={"b": torch.zeros(2),
+                                         "c": torch.zeros(2, requires_grad=True)},
+                    batch_size=[2])
+    with pytest.raises(RuntimeError, match="requires grad"):
+        td.fill_("n", 1.0)
+    with pytest.raises(RuntimeError, match="requires grad"):
+        td.fill_(("n", "c"), 1.0)
+    td["a"].fill_(2.0)
+    with pytest.raises(RuntimeError, match="requires grad"):
+        td.zero_()
+    assert td["a"].tolist() == [2.0, 2.0] and td["n", "b"].tolist() == [0.0, 0.0]
+    with torch.no_grad():
+        td.fill_("n", 3.0)
+    assert td["n", "c"].tolist() == [3.0, 3.0]
+
+
 def test_fast_copies_carry_forward_ad_tangents():
     import torch.autograd.forward_ad as fwAD
 

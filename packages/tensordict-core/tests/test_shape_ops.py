@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import tensordict
-from tensordict import NonTensorStack, TensorDict
+from tensordict import LazyStackedTensorDict, NonTensorStack, TensorDict
 
 
 def make(names=("x", "y")):
@@ -320,3 +320,22 @@ def test_repeat_gives_torch_repeat_values_and_grads(reps):
     assert torch.equal(out["n", "b"], td["n", "b"].repeat(*reps))
     out["a"].sum().backward()
     assert torch.equal(leaf.grad, torch.full_like(leaf, float(reps[0] * reps[1])))
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["dense", "lazy"])
+def test_gather_with_an_index_of_fewer_dims_than_the_batch(lazy):
+    # as upstream 0.15.3: the index is spread over each leaf's remaining dims, where dim
+    # keeps one element; the batch becomes the index's shape, without names
+    td = TensorDict(a=torch.arange(24.0).view(2, 3, 4), b=torch.arange(6).view(2, 3),
+                    batch_size=[2, 3], names=["x", "y"])
+    if lazy:
+        td = LazyStackedTensorDict(*td.unbind(0), stack_dim=0)
+    rows = td.gather(0, torch.tensor([1, 0, 1]))
+    assert rows.batch_size == torch.Size([3]) and rows.names == [None]
+    assert rows["b"].tolist() == [[3, 4, 5], [0, 1, 2], [3, 4, 5]]
+    assert torch.equal(rows["a"], td["a"][torch.tensor([1, 0, 1])])
+    picked = td.gather(1, torch.tensor([2, 0]))
+    assert picked.batch_size == torch.Size([2])
+    assert picked["b"].tolist() == [[2], [3]]
+    assert picked["a"].shape == torch.Size([2, 1, 4])
+    assert torch.equal(picked["a"][:, 0], torch.stack([td["a"][0, 2], td["a"][1, 0]]))

@@ -398,3 +398,27 @@ def test_last_op_maps_lock_to_keys_and_errors():
     assert back["a"].dtype == torch.float32 and back["a"][0, 0] == 1
     with pytest.raises(RuntimeError, match="implicit"):
         maps["squeeze"](_grid(), (), {}, _grid())
+
+
+def test_facade_modules_are_attributes_of_the_package_as_upstream():
+    # a fresh interpreter: ``import tensordict`` alone, as a user script starts
+    import subprocess
+    import sys
+
+    code = ("import tensordict, torch\n"
+            "assert tensordict.utils.expand_right(torch.ones(2), (2, 3)).shape == (2, 3)\n"
+            "assert tensordict.functional.pad_sequence is tensordict.pad_sequence\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_functional_module_re_exports():
+    import tensordict.functional as functional
+
+    for name in functional.__all__:
+        assert callable(getattr(functional, name)), name
+    tds = [TensorDict(a=torch.ones(n), batch_size=[n]) for n in (1, 3)]
+    padded = functional.pad_sequence(tds)
+    assert padded["a"].tolist() == [[1.0, 0.0, 0.0], [1.0, 1.0, 1.0]]
+    assert functional.dense_stack_tds(tds[:1] * 2, dim=0).batch_size == torch.Size([2, 1])
+    with pytest.raises(AttributeError, match="no attribute 'nosuchmodule'"):
+        tensordict.nosuchmodule  # noqa: B018

@@ -11,6 +11,7 @@ TensorDict(batch_size=[2], fields={obs: f32[3], reward: f32[]})
 # other distributions and from editable (src/) checkouts.
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
+import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
@@ -152,10 +153,18 @@ if TYPE_CHECKING:  # names plugins add at run time, visible to type checkers and
     from tensordict.tensorclasses import tensorclass as tensorclass
 
 
+#: core's facade modules that ``import tensordict`` alone makes reachable as attributes,
+#: as upstream's do (``tensordict.utils.expand_right``), imported on first use
+_FACADES = frozenset({"functional", "utils"})
+
+
 def __getattr__(name: str) -> Any:
-    """Names contributed by plugins (``tensordict.MemoryMappedTensor``...)."""
+    """Core's facade modules, and names contributed by plugins
+    (``tensordict.MemoryMappedTensor``...)."""
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in _FACADES:
+        return importlib.import_module(f"tensordict.{name}")
     return _plugins.top_level_name(name)
 
 

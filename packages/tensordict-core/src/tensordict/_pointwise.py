@@ -34,6 +34,7 @@ import torch
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._layout_memo import COPIES
 from tensordict._plan import (
+    any_requires_grad,
     check_target,
     copy_untracked,
     in_place_ready,
@@ -346,7 +347,8 @@ def check_targets(td: Any, leaves: list[_Tensor], *, shared_ok: bool = False) ->
     >>> check_targets(TensorDict(a=torch.zeros(2)), [torch.zeros(2)]) is None
     True
     """
-    if not torch.compiler.is_compiling() and not in_place_ready(leaves):
+    if not torch.compiler.is_compiling() and not (in_place_ready(leaves) and not (
+            torch.is_grad_enabled() and any_requires_grad(leaves))):
         td._apply_nest(lambda key, x: check_target(x, key, shared_ok=shared_ok), named=True,
                        nested_keys=True, filter_empty=False)
 
@@ -667,6 +669,12 @@ class PointwiseMixin:
         >>> TensorDict(a=torch.zeros(2)).fill_("a", 3.0)["a"]
         tensor([3., 3.])
         """
+        if self.__class__ is classes.TensorDict and key.__class__ is str:
+            leaf = self._tensordict.get(key)
+            if leaf.__class__ is _Tensor:  # one tensor: written whole or not at all
+                check_target(leaf, key, shared_ok=True)
+                leaf.fill_(value)
+                return self
         if key not in self:
             raise KeyError(f"cannot fill {key!r}: no such entry (keys {sorted(self.keys())})")
         entry = self.select(key)  # (its leaves are ours: a lazy stack's, its parts')

@@ -616,25 +616,44 @@ class ShapeOpsMixin:
 
     # -- gathering and masking -------------------------------------------------------------
     def gather(self, dim: int, index: _Tensor, out: Any = None) -> Any:
-        """``torch.gather`` along batch dim ``dim`` with a batch-shaped ``index``.
+        """``torch.gather`` along batch dim ``dim``; the result's batch size is the shape
+        of ``index``. An index with fewer dims than the batch is spread over each leaf's
+        remaining dims, as upstream does (at the index's dims, leaf dim ``dim`` keeps
+        one element).
 
         >>> td = TensorDict(a=torch.arange(6).view(2, 3), batch_size=[2, 3])
         >>> td.gather(1, torch.tensor([[2], [0]]))["a"]
         tensor([[2],
                 [3]])
+        >>> td.gather(0, torch.tensor([1, 1, 0]))["a"]  # whole rows
+        tensor([[3, 4, 5],
+                [3, 4, 5],
+                [0, 1, 2]])
         """
         dim = batch_dim(self, dim)
         ndim = len(self.batch_size)
-        if index.ndim != ndim:
-            raise RuntimeError(f"gather needs an index with {ndim} dims (the batch dims), got "
-                               f"shape {index.shape}")
+        rank = index.ndim
+        batch = self.batch_size
+        if not 1 <= rank <= ndim or (rank < ndim and any(
+                index.shape[d] > batch[d] for d in range(rank) if d != dim)):
+            raise RuntimeError(f"gather needs an index of 1 to {ndim} dims, each but dim {dim} "
+                               f"at most the batch size {list(batch)}, got shape "
+                               f"{list(index.shape)}")
+
+        spread: dict[torch.Size, _Tensor] = {}  # the index for each shape of leaf
 
         def fn(x: _Tensor) -> _Tensor:
-            extra = x.shape[ndim:]
-            idx = index.reshape((*index.shape, *(1,) * len(extra))).expand((*index.shape, *extra))
+            rest = x.shape[rank:]
+            idx = spread.get(rest)
+            if idx is None:
+                dims = rest if rank == ndim else tuple(
+                    1 if d == dim else size for d, size in enumerate(rest, rank))
+                idx = spread[rest] = index.reshape((*index.shape, *(1,) * len(dims))).expand(
+                    (*index.shape, *dims))
             return x.gather(dim, idx)
 
-        result = self._reshaped(fn, index.shape, self.names, keep_lock=False)
+        names = self.names if rank == ndim else None  # (upstream drops them)
+        result = self._reshaped(fn, index.shape, names, keep_lock=False)
         if out is not None:
             return out.update_(result)
         return result
