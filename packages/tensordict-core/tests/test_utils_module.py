@@ -237,8 +237,16 @@ def brute_isin(values, reference, dim):
     return torch.tensor([any(torch.equal(r, s) for s in refs) for r in rows])
 
 
+@pytest.fixture(params=["pairwise", "ranked"])
+def isin_path(request, monkeypatch):
+    """Both ways isin compares: every pair of slices (few), or ranks of the slices."""
+    if request.param == "ranked":
+        monkeypatch.setattr("tensordict._dedup._PAIRWISE_LIMIT", -1)
+    return request.param
+
+
 @pytest.mark.parametrize("dim", [0, 1, -1])
-def test_isin_nested_key_matches_brute_force(dim):
+def test_isin_nested_key_matches_brute_force(dim, isin_path):
     gen = torch.Generator().manual_seed(3)
     values = torch.randint(3, (4, 5, 2), generator=gen)
     td = TensorDict(n={"k": values, "other": torch.zeros(4, 5)}, batch_size=[4, 5])
@@ -251,7 +259,7 @@ def test_isin_nested_key_matches_brute_force(dim):
     assert torch.equal(isin(td, td, ("n", "k"), dim=dim), torch.ones(td.batch_size[dim]).bool())
 
 
-def test_isin_promotes_dtypes_lazy_and_empty():
+def test_isin_promotes_dtypes_lazy_and_empty(isin_path):
     td = TensorDict(x=torch.tensor([[1, 2], [3, 4], [1, 2]]), batch_size=[3])
     ref = TensorDict(x=torch.tensor([[1.0, 2.0]]), batch_size=[1])
     assert isin(td, ref, "x").tolist() == [True, False, True]
@@ -261,6 +269,14 @@ def test_isin_promotes_dtypes_lazy_and_empty():
     empty = TensorDict(x=torch.zeros(0, 2, dtype=torch.long), batch_size=[0])
     assert isin(empty, ref, "x").shape == (0,)
     assert isin(td, empty, "x").tolist() == [False] * 3
+
+
+def test_isin_compares_nan_as_torch_eq_on_few_slices():
+    # a slice holding NaN equals no slice (NaN != NaN); the others are still found
+    # (upstream's sort-based answer is [False, False] here)
+    values = torch.tensor([[float("nan"), 1.0], [0.0, 1.0]])
+    td = TensorDict(x=values, batch_size=[2])
+    assert isin(td, td, "x").tolist() == [False, True]
 
 
 def test_isin_errors():

@@ -64,16 +64,24 @@ def isin(input: TensorDictBase, reference: TensorDictBase, key: NestedKey,  # no
     values = _tensor_entry(input, key, "input")
     reference_values = _tensor_entry(reference, key, "reference")
     dim = _batch_dim(input, dim)
-    try:
-        both = torch.cat([values, reference_values], dim)
-    except RuntimeError:
+    shape, reference_shape = list(values.shape), list(reference_values.shape)
+    count, reference_count = shape.pop(dim), reference_shape.pop(dim)
+    if shape != reference_shape:
         raise RuntimeError(
             f"isin cannot compare the entry {key!r} of shapes {tuple(values.shape)} (input) and "
-            f"{tuple(reference_values.shape)} (reference): they must match outside dim {dim}"
-        ) from None
-    ids = _slice_ids(both, dim)
-    count = values.shape[dim]
+            f"{tuple(reference_values.shape)} (reference): they must match outside dim {dim}")
+    width = math.prod(shape)
+    if count * reference_count * width <= _PAIRWISE_LIMIT:  # few: compare every pair
+        rows = values.movedim(dim, 0).reshape(count, width)
+        references = reference_values.movedim(dim, 0).reshape(reference_count, width)
+        return (rows.unsqueeze(1) == references.unsqueeze(0)).all(-1).any(1)
+    ids = _slice_ids(torch.cat([values, reference_values], dim), dim)
     return torch.isin(ids[:count], ids[count:])
+
+
+#: the most elements :func:`isin` compares pair by pair (beyond, it ranks the distinct
+#: slices: a sort, whose fixed cost is about four times that of a small comparison)
+_PAIRWISE_LIMIT = 1 << 16
 
 
 def remove_duplicates(input: TensorDictBase, key: NestedKey, dim: int = 0, *,  # noqa: A002
