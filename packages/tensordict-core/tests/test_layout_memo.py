@@ -27,14 +27,14 @@ def test_this_torch_has_the_layout_checker():
 def test_a_layout_is_remembered_on_its_second_pass():
     memo, calls = LayoutMemo(), []
     target = torch.zeros(2)
-    for _ in range(5):
+    for _ in range(5):  # new sources each time, laid out the same
         assert memo.fits("copy", [target], [torch.ones(2)], counting_check(calls))
     assert len(calls) == 2
-    # the same layout in other sources is recognized; another layout is checked
+    # another layout is checked
     assert memo.fits("copy", [target], [torch.ones(2, dtype=torch.float64)],
                      counting_check(calls, False)) is False
     assert len(calls) == 3
-    # and so is the same layout written into other memory
+    # and so is the same layout written into other memory (another place)
     assert memo.fits("copy", [torch.zeros(2)], [torch.ones(2)], counting_check(calls))
     assert len(calls) == 4
 
