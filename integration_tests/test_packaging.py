@@ -88,6 +88,18 @@ def test_import_tensordict_imports_no_plugin():
     assert result.stdout.split() == ["[]", "False"], result.stdout
 
 
+def test_modules_are_attributes_of_the_package_as_upstream():
+    # a fresh interpreter, ``import tensordict`` alone: upstream's module attributes
+    code = ("import tensordict\n"
+            "print(tensordict.persistent.PersistentTensorDict.__name__,\n"
+            "      tensordict.typedtensordict.TypedTensorDict is tensordict.TypedTensorDict,\n"
+            "      tensordict.tensordict.TensorDict is tensordict.TensorDict,\n"
+            "      tensordict.functional.pad is tensordict.pad)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, check=True)
+    assert result.stdout.split() == ["PersistentTensorDict", "True", "True", "True"]
+
+
 def test_wheel_contents(tmp_path):
     folders = sorted((REPO / "packages").iterdir())
     subprocess.run(

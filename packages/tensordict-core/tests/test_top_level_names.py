@@ -4,6 +4,7 @@
 import collections
 import dataclasses
 import functools
+import importlib
 import warnings
 
 import numpy as np
@@ -407,8 +408,21 @@ def test_facade_modules_are_attributes_of_the_package_as_upstream():
 
     code = ("import tensordict, torch\n"
             "assert tensordict.utils.expand_right(torch.ones(2), (2, 3)).shape == (2, 3)\n"
-            "assert tensordict.functional.pad_sequence is tensordict.pad_sequence\n")
+            "assert tensordict.functional.pad_sequence is tensordict.pad_sequence\n"
+            "assert tensordict.typedtensordict.TypedTensorDict is tensordict.TypedTensorDict\n"
+            "assert tensordict.tensordict.TensorDict is tensordict.TensorDict\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_plugin_module_not_installed_is_no_attribute():
+    try:
+        importlib.import_module("tensordict.persistent")
+    except ImportError:
+        assert not hasattr(tensordict, "persistent")
+        with pytest.raises(AttributeError, match="install tensordict-persistent"):
+            tensordict.persistent  # noqa: B018
+    else:
+        assert tensordict.persistent.PersistentTensorDict.__name__ == "PersistentTensorDict"
 
 
 def test_functional_module_re_exports():

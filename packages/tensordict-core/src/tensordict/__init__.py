@@ -153,18 +153,23 @@ if TYPE_CHECKING:  # names plugins add at run time, visible to type checkers and
     from tensordict.tensorclasses import tensorclass as tensorclass
 
 
-#: core's facade modules that ``import tensordict`` alone makes reachable as attributes,
-#: as upstream's do (``tensordict.utils.expand_right``), imported on first use
-_FACADES = frozenset({"functional", "utils"})
+#: the modules that ``import tensordict`` alone makes reachable as attributes, as
+#: upstream's are (``tensordict.utils.expand_right``), imported on first use: core's
+#: facades, and the persistent plugin's (when it is installed)
+_SUBMODULES = frozenset({"functional", "persistent", "tensordict", "typedtensordict",
+                         "utils"})
 
 
 def __getattr__(name: str) -> Any:
-    """Core's facade modules, and names contributed by plugins
+    """The modules of ``_SUBMODULES``, and names contributed by plugins
     (``tensordict.MemoryMappedTensor``...)."""
     if name.startswith("__"):
         raise AttributeError(name)
-    if name in _FACADES:
-        return importlib.import_module(f"tensordict.{name}")
+    if name in _SUBMODULES:
+        try:
+            return importlib.import_module(f"tensordict.{name}")
+        except ImportError as err:  # a plugin's module, not installed: say which
+            raise AttributeError(str(err)) from err
     return _plugins.top_level_name(name)
 
 
