@@ -339,16 +339,19 @@ def _check_writable(td: Any, name: str, leaves: list[_Tensor], operand: Any, oth
     _leafwise(td, f"{name}_", check, (other,), default)
 
 
-def check_targets(td: Any, leaves: list[_Tensor], *, shared_ok: bool = False) -> None:
+def check_targets(td: Any, leaves: list[_Tensor], *, shared_ok: bool = False,
+                  one_call: bool = False) -> None:
     """Raise, naming the entry, before an in-place op writes into ``leaves``, the tensor
     leaves of ``td``, if one of them cannot take any write (:func:`check_target`); one
-    pass over the list when :func:`in_place_ready` accepts them.
+    pass over the list when :func:`in_place_ready` accepts them. ``one_call``: the op is
+    one ``_foreach`` call, which refuses a leaf that requires grad before writing any,
+    so that is left to torch.
 
     >>> check_targets(TensorDict(a=torch.zeros(2)), [torch.zeros(2)]) is None
     True
     """
-    if not torch.compiler.is_compiling() and not (in_place_ready(leaves) and not (
-            torch.is_grad_enabled() and any_requires_grad(leaves))):
+    if not torch.compiler.is_compiling() and not (in_place_ready(leaves) and (
+            one_call or not (torch.is_grad_enabled() and any_requires_grad(leaves)))):
         td._apply_nest(lambda key, x: check_target(x, key, shared_ok=shared_ok), named=True,
                        nested_keys=True, filter_empty=False)
 
@@ -523,7 +526,7 @@ def unary(td: Any, name: str, *, inplace: bool = False) -> Any:
     if not leaves:
         return td if inplace else td.copy()
     if inplace:
-        check_targets(td, leaves)
+        check_targets(td, leaves, one_call=True)
         for dtype in {x.dtype for x in leaves}:
             result = _unary_dtype(name, dtype)
             if not torch.can_cast(result, dtype):
@@ -659,7 +662,7 @@ class PointwiseMixin:
         """
         leaves = self._tensor_leaves()
         if leaves:
-            check_targets(self, leaves, shared_ok=True)
+            check_targets(self, leaves, shared_ok=True, one_call=True)
             torch._foreach_zero_(leaves)
         return self
 

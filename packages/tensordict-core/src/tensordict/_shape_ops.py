@@ -631,9 +631,8 @@ class ShapeOpsMixin:
                 [0, 1, 2]])
         """
         dim = batch_dim(self, dim)
-        ndim = len(self.batch_size)
-        rank = index.ndim
         batch = self.batch_size
+        ndim, rank = len(batch), index.ndim
         if not 1 <= rank <= ndim or (rank < ndim and any(
                 index.shape[d] > batch[d] for d in range(rank) if d != dim)):
             raise RuntimeError(f"gather needs an index of 1 to {ndim} dims, each but dim {dim} "
