@@ -29,6 +29,7 @@ from tensordict._collection import (
     is_tensor_collection,
     register_class,
 )
+from tensordict._device import _copy_structure
 from tensordict._helpers import _shape
 from tensordict._keys import (
     DictKeysView,
@@ -94,30 +95,38 @@ class TensorDict(MapMixin, TensorDictBase):
         lock: bool = False,
         **kwargs: Any,
     ) -> None:
-        if source is not None and kwargs:
-            raise ValueError(
-                "give the entries either as a mapping or as keyword arguments, not both"
-            )
-        auto = isinstance(batch_size, str)
-        if auto and batch_size != "auto":
-            raise ValueError(f"batch_size must be a size or 'auto', got {batch_size!r}")
+        if kwargs:
+            if source is not None:
+                raise ValueError(
+                    "give the entries either as a mapping or as keyword arguments, not both"
+                )
+            source = kwargs
+        elif source is None:
+            source = kwargs  # (an empty dict)
+        elif source.__class__ is not dict and not (isinstance(source, Mapping)
+                                                   or acts_as_tensordict(source)):
+            raise ValueError(f"TensorDict source must be a mapping, got {type(source).__name__}")
+        auto = False
+        if batch_size.__class__ is not torch.Size or (batch_size and min(batch_size) < 0):
+            auto = batch_size.__class__ is str
+            if auto and batch_size != "auto":
+                raise ValueError(f"batch_size must be a size or 'auto', got {batch_size!r}")
+            try:
+                batch_size = torch.Size() if auto else as_size(batch_size)
+            except TypeError as err:
+                raise ValueError(str(err)) from None
+        self._batch_size = batch_size
+        if device is not None:
+            device = as_device(device)
+            if non_blocking is None:  # as to(): asynchronous copies where no wait is needed
+                non_blocking = device != CPU and device.type == "cuda"
+        self._device = device
         self._tensordict: dict[str, Any] = {}
-        try:
-            self._batch_size = torch.Size() if auto else as_size(batch_size)
-        except TypeError as err:
-            raise ValueError(str(err)) from None
-        self._device = as_device(device)
         self._names: tuple[str | None, ...] | None = None
         self._is_locked = False
         self._exit_stack: list[Any] | None = None
-        entries = kwargs if source is None else source
-        if entries.__class__ is not dict and not (isinstance(entries, Mapping)
-                                                  or acts_as_tensordict(entries)):
-            raise ValueError(f"TensorDict source must be a mapping, got {type(entries).__name__}")
-        if non_blocking is None:  # as to(): asynchronous copies where no wait is needed
-            non_blocking = self._device is not None and self._device != CPU and \
-                self._device.type == "cuda"
-        self._fill(entries, non_blocking)
+        if source.__class__ is not dict or source:  # (a TensorDict has no truth value)
+            self._fill(source, bool(non_blocking))
         if auto:
             self.auto_batch_size_()
         if names is not None:
@@ -130,28 +139,34 @@ class TensorDict(MapMixin, TensorDictBase):
         store = self._tensordict
         size = self._batch_size
         # a tensor on the TensorDict's device (or with no device set), whose leading dim
-        # is the one batch dim (or with no batch dims at all), is stored as it is;
-        # anything else goes through _validate_value
+        # is the one batch dim (or with no batch dims at all), is stored as it is, and so
+        # is a TensorDict where there are no batch dims and no device; anything else goes
+        # through _validate_value
         lead = size[0] if len(size) == 1 else None
         plain = lead is not None or not size
         device = self._device
         for key, value in entries.items():
-            if key.__class__ is str:
-                try:  # (a strided nested tensor has no .shape, a 0-dim one no shape[0]:
-                    # _validate_value checks them)
-                    if plain and value.__class__ is _Tensor and (
-                            device is None or value.device == device) and (
-                            lead is None or value.shape[0] == lead):
-                        store[key] = value
-                        continue
-                except (RuntimeError, IndexError):
-                    pass
-                if value.__class__ is dict:
-                    store[key] = self._nested(value, non_blocking)
-                    continue
-                store[key] = self._validate_value(value, key, non_blocking)
-            else:
+            if key.__class__ is not str:
                 self.set(key, value, non_blocking=non_blocking)
+                continue
+            cls = value.__class__
+            if cls is _Tensor:
+                if plain:
+                    try:  # (a strided nested tensor has no .shape, a 0-dim one no
+                        # shape[0]: _validate_value checks them)
+                        if (device is None or value.device == device) and (
+                                lead is None or value.shape[0] == lead):
+                            store[key] = value
+                            continue
+                    except (RuntimeError, IndexError):
+                        pass
+            elif cls is dict:
+                store[key] = self._nested(value, non_blocking)
+                continue
+            elif cls is TensorDict and not size and device is None:
+                store[key] = value
+                continue
+            store[key] = self._validate_value(value, key, non_blocking)
 
     def _nested(self, entries: Mapping[NestedKey, Any], non_blocking: bool) -> TensorDict:
         """A sub-TensorDict holding ``entries``, of this one's batch size, device and names
@@ -313,6 +328,8 @@ class TensorDict(MapMixin, TensorDictBase):
                 raise errors.missing_key(key, self._tensordict) from None
             return default
 
+    _peek_str = _get_str  # (a stored value is what it is: no lazy part to look into)
+
     def get(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
             if key.__class__ is str:
@@ -350,7 +367,7 @@ class TensorDict(MapMixin, TensorDictBase):
             view = _new_view(DictKeysView)  # (no __init__ call: this is a hot path)
             view._td, view._entries = self, self._tensordict
             return view
-        return TensorDictBase.keys(self, include_nested, leaves_only, is_leaf, sort=sort)
+        return TensorDictKeysView(self, include_nested, leaves_only, is_leaf, sort)
 
     keys.__doc__ = TensorDictBase.keys.__doc__
 
@@ -376,6 +393,22 @@ class TensorDict(MapMixin, TensorDictBase):
         return not has_leaf(self._tensordict, TensorDict)
 
     is_empty.__doc__ = TensorDictBase.is_empty.__doc__
+
+    def copy(self) -> TensorDict:
+        if self.__class__ is TensorDict:  # (one call less: TorchRL copies every step)
+            return _copy_structure(self)
+        return TensorDictBase.copy(self)
+
+    copy.__doc__ = TensorDictBase.copy.__doc__
+
+    def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT,
+              names: Any = None) -> TensorDict:
+        if not recurse and batch_size is None and device is NO_DEFAULT:
+            return TensorDict._from_entries({}, self._batch_size, self._device, self._names)
+        return TensorDictBase.empty(self, recurse, batch_size=batch_size, device=device,
+                                    names=names)
+
+    empty.__doc__ = TensorDictBase.empty.__doc__
 
     def pop(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
         if key.__class__ is str and not self._is_locked:
