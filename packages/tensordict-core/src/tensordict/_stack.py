@@ -55,8 +55,26 @@ def entries_of(td: Any) -> dict[str, Any]:
     return {key: td._get_str(key) for key in td._keys_str()}
 
 
-def _common_device(tds: Sequence[Any]) -> torch.device | None:
-    devices = set(map(attrgetter("device"), tds))
+def _all_dense(values: Sequence[Any]) -> bool:
+    """Whether every value is a plain TensorDict, whose slots can be read in one C loop
+    (a rollout stacks a thousand of them)."""
+    kinds = set(map(type, values))
+    return len(kinds) == 1 and classes.TensorDict in kinds
+
+
+def all_entries(values: Sequence[Any], dense: bool) -> list[dict[str, Any]]:
+    """:func:`entries_of` each value (``dense``: all are plain TensorDicts)."""
+    return list(map(attrgetter("_tensordict") if dense else entries_of, values))
+
+
+def _sizes(values: Sequence[Any], dense: bool) -> set[torch.Size]:
+    """The batch sizes of the values (``dense``: all are plain TensorDicts)."""
+    # (attrgetters made where called: dynamo traces those, not stored ones)
+    return set(map(attrgetter("_batch_size" if dense else "batch_size"), values))
+
+
+def _common_device(tds: Sequence[Any], dense: bool = False) -> torch.device | None:
+    devices = set(map(attrgetter("_device" if dense else "device"), tds))
     return devices.pop() if len(devices) == 1 else None
 
 
@@ -94,7 +112,8 @@ def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor]
             out[key] = lazy_op(values)
         else:
             extra = value.batch_size[parent_ndim:]
-            sizes = set(map(attrgetter("batch_size"), values))
+            dense = _all_dense(values)
+            sizes = _sizes(values, dense)
             if any(size[parent_ndim:] != extra for size in sizes):
                 raise StackMismatchError(
                     f"cannot stack or cat the entry {path + (key,)!r}: batch sizes "
@@ -102,7 +121,7 @@ def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor]
                 )
             child_names = None if names is None else tuple(names) + tuple(
                 value.names[parent_ndim:])
-            combined = _combine(list(map(entries_of, values)), op, batch_size + extra,
+            combined = _combine(all_entries(values, dense), op, batch_size + extra,
                                 parent_ndim, child_names, device, path + (key,), merge_equal,
                                 lazy_op)
             out[key] = combined if value.__class__ is classes.TensorDict else \
@@ -231,13 +250,13 @@ def map_nested(nested: Any, values: list[Any]) -> Any:
 def _check_batch(tds: Sequence[Any], skip_dim: int | None = None) -> torch.Size:
     if not tds:
         raise RuntimeError("stack and cat need a non-empty sequence of TensorDicts")
-    for i, td in enumerate(tds):
-        if not is_tensor_collection(td):
-            raise TypeError(f"stack and cat need TensorDicts, got a {type(td).__name__} at "
-                            f"position {i}")
+    if not all(map(is_tensor_collection, set(map(type, tds)))):
+        i, td = next((i, td) for i, td in enumerate(tds) if not is_tensor_collection(td))
+        raise TypeError(f"stack and cat need TensorDicts, got a {type(td).__name__} at "
+                        f"position {i}")
     batch = tds[0].batch_size
     if skip_dim is None:
-        if len(set(map(attrgetter("batch_size"), tds))) == 1:
+        if len(_sizes(tds, _all_dense(tds))) == 1:
             return batch
         bad = next((i for i, td in enumerate(tds) if td.batch_size != batch), None)
     else:  # the sizes must agree but along skip_dim
@@ -286,8 +305,9 @@ def stack(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noq
     new = batch[:dim] + torch.Size([len(tds)]) + batch[dim:]
     names = tds[0].names
     names = names[:dim] + [None] + names[dim:]
-    out = _combine(list(map(entries_of, tds)), leaf_stacker(dim), new, ndim,
-                   names, _common_device(tds), (), capture_non_tensor_stack(),
+    dense = _all_dense(tds)
+    out = _combine(all_entries(tds, dense), leaf_stacker(dim), new, ndim,
+                   names, _common_device(tds, dense), (), capture_non_tensor_stack(),
                    lambda stacks: stack_lazy(stacks, dim, maybe_dense_stack))
     return typed_like(tds[0], out)
 
@@ -339,8 +359,9 @@ def cat(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa:
         if not _write_out(out, tds, new, dim, False):
             return _update_out(out, cat(tds, dim))
         return out
-    out = _combine(list(map(entries_of, tds)), lambda xs: torch.cat(xs, dim), new, ndim,
-                   tds[0].names, _common_device(tds), (), True,
+    dense = _all_dense(tds)
+    out = _combine(all_entries(tds, dense), lambda xs: torch.cat(xs, dim), new, ndim,
+                   tds[0].names, _common_device(tds, dense), (), True,
                    lambda stacks: _cat_or_dense(stacks, dim))
     return typed_like(tds[0], out)
 
