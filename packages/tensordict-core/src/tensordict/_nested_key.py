@@ -65,7 +65,10 @@ def _flatten_tuple(key: tuple[Any, ...]) -> tuple[str, ...]:
         if cls is str:
             out.append(part)
             continue
-        strings = _flatten_tuple(part) if cls is tuple else _flatten(part)
+        if cls is tuple:  # a flat inner tuple (the usual nesting) is taken as it is
+            strings = part if is_flat_path(part) else _flatten_tuple(part)
+        else:
+            strings = _flatten(part)
         if not strings:
             return ()
         out += strings
