@@ -46,7 +46,11 @@ def expand_right(tensor: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
             f"cannot expand a tensor of shape {tuple(tensor.shape)} to the smaller shape "
             f"{tuple(shape)}"
         )
-    return (tensor[(..., *(None,) * extra)] if extra else tensor).expand(shape)
+    if extra == 1:  # (the usual case: unsqueeze costs less than an index of ... and None)
+        tensor = tensor.unsqueeze(-1)
+    elif extra:
+        tensor = tensor[(..., *(None,) * extra)]
+    return tensor.expand(shape)
 
 
 def expand_as_right(tensor: Any, dest: Any) -> Any:
