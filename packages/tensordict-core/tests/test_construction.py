@@ -131,6 +131,26 @@ def test_from_tensordict_shares_leaves():
     assert td["a"] is src["a"]
 
 
+def test_sub_tensordict_entries_are_stored_as_they_are_or_fitted():
+    sub = TensorDict(b=torch.zeros(()))
+    assert TensorDict({"n": sub}, torch.Size([]))["n"] is sub  # nothing to check
+    moved = TensorDict({"n": sub}, torch.Size([]), device="cpu")["n"]
+    assert moved.device == torch.device("cpu") and moved["b"] is sub["b"]
+    batched = TensorDict(b=torch.zeros(2), batch_size=[2])
+    assert TensorDict({"n": batched}, torch.Size([2]))["n"] is batched
+    with pytest.raises(RuntimeError, match="'n'"):
+        TensorDict({"n": batched}, torch.Size([3]))
+
+
+def test_empty_sources_and_size_forms():
+    assert TensorDict({}, torch.Size([2])).batch_size == torch.Size([2])
+    assert TensorDict(None, [2, 3]).batch_size == torch.Size([2, 3])
+    assert TensorDict(TensorDict(), torch.Size([])).is_empty()  # no truth value asked
+    assert TensorDict(batch_size=torch.Size([-1])).batch_size == torch.Size([-1])
+    with pytest.raises(RuntimeError, match="-1"):
+        TensorDict(batch_size=torch.Size([-2]))
+
+
 def test_non_mapping_source_is_an_error():
     with pytest.raises(ValueError, match="mapping"):
         TensorDict([1, 2, 3])

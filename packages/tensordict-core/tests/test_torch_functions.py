@@ -57,6 +57,37 @@ def test_stack_errors_name_key_and_shapes():
         tensordict.stack([])
 
 
+def test_stack_of_mixed_collections_matches_a_dense_stack():
+    # plain TensorDicts are read straight from their slots; any other collection in the
+    # list (a lazy stack, a sub-entry of another class) goes through the general reads
+    dense = [TensorDict(a=torch.full((2,), float(i)), n={"b": torch.ones(2, 3)},
+                        batch_size=[2]) for i in range(3)]
+    mixed = [dense[0], lazy_stack([dense[1][0], dense[1][1]]), dense[2]]
+    sub_mixed = [td.clone(recurse=False) for td in dense]
+    sub_mixed[1]["n"] = lazy_stack([dense[1]["n"][0], dense[1]["n"][1]])
+    expected = torch.stack(dense, 1)
+    for tds in (mixed, sub_mixed):
+        for fn, dim in ((torch.stack, 1), (torch.cat, 0)):
+            out = fn(tds, dim)
+            reference = fn(dense, dim)
+            assert out.batch_size == reference.batch_size
+            torch.testing.assert_close(out["a"], reference["a"])
+            torch.testing.assert_close(out["n", "b"], reference["n", "b"])
+    assert torch.stack(mixed, 1).batch_size == expected.batch_size
+    with pytest.raises(RuntimeError, match="batch sizes"):
+        torch.stack([dense[0], dense[1][:1]])
+    with pytest.raises(RuntimeError, match=r"entry \('n',\).*batch sizes"):
+        bad = dense[2].clone(recurse=False)
+        bad["n"] = TensorDict(b=torch.ones(2, 3), batch_size=[2, 3])
+        torch.stack([dense[0], bad])
+
+
+def test_stack_names_the_position_of_what_is_no_tensordict():
+    td = TensorDict(a=torch.zeros(2), batch_size=[2])
+    with pytest.raises(TypeError, match="got a int at position 2"):
+        tensordict.stack([td, td, 3])
+
+
 def test_stack_out_and_cat_out():
     tds = [make(i) for i in range(2)]
     out = torch.stack(tds, 0).zero_()
