@@ -265,6 +265,16 @@ class TensorDict(MapMixin, TensorDictBase):
         if self._names is not None and len(self._names) != len(new):
             self._names = None
 
+    @property
+    def shape(self) -> torch.Size:
+        """Alias of :attr:`batch_size` (read in one step: TorchRL reads it a few times a
+        step)."""
+        return self._batch_size
+
+    @shape.setter
+    def shape(self, value: Sequence[int] | torch.Size | int) -> None:
+        self.batch_size = value
+
     def __len__(self) -> int:
         size = self._batch_size
         return size[0] if size else 0
