@@ -267,9 +267,8 @@ class TensorDict(MapMixin, TensorDictBase):
 
     @property
     def shape(self) -> torch.Size:
-        """Alias of :attr:`batch_size` (read in one step: TorchRL reads it a few times a
-        step)."""
-        return self._batch_size
+        """Alias of :attr:`batch_size`."""
+        return self._batch_size  # (not through batch_size: TorchRL reads it every step)
 
     @shape.setter
     def shape(self, value: Sequence[int] | torch.Size | int) -> None:
