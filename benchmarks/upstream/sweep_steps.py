@@ -71,6 +71,12 @@ def _w():
     return lambda: td.get("episode_reward", 0.0)
 
 
+@workload("step: td.get(missing_key, default=None)")
+def _w():
+    td = step()  # (TorchRL's transforms mostly spell the default as a keyword)
+    return lambda: td.get("_reset", default=None)
+
+
 @workload("step: td.pop(missing, None)")
 def _w():
     td = step()

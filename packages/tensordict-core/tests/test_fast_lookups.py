@@ -9,6 +9,7 @@ import torch
 from tensordict import LazyStackedTensorDict, TensorDict
 from tensordict._keys import DictKeysView, TensorDictKeysView, TopKeysView
 from tensordict._nested_key import InvalidKeyError, is_flat_path
+from tensordict.base import NO_DEFAULT
 from tensordict.errors import (
     InplaceWriteError,
     KeyThroughLeafError,
@@ -76,6 +77,28 @@ def test_get_with_an_invalid_key_raises_even_with_a_default(key):
         td.get(key, None)
     with pytest.raises(KeyError):
         td.get(key)
+
+
+@pytest.mark.parametrize("key", ["a", "zz", ("n", "b"), ("n", "zz"), ("a", "x"), ("l", "q"),
+                                 ("n", "s")])
+def test_get_with_default_as_keyword_is_the_positional_form(key):
+    td = make()
+    for default in (None, 3):
+        positional, keyword = td.get(key, default), td.get(key, default=default)
+        assert positional is keyword or torch.equal(positional, keyword)
+    if key in ("zz", ("n", "zz")):
+        with pytest.raises(KeyError):
+            td.get(key, default=NO_DEFAULT)
+
+
+def test_get_takes_one_default():
+    td = make()
+    with pytest.raises(TypeError, match="one default"):
+        td.get("zz", 1, 2)
+    with pytest.raises(TypeError, match="one default"):
+        td.get("zz", 1, default=1)
+    with pytest.raises(TypeError, match="unexpected arguments"):
+        td.get("zz", defualt=1)  # a misspelt keyword is no default
 
 
 def test_get_of_a_nested_tuple_key_is_unravelled():

@@ -157,6 +157,9 @@ class DictMixin(RestructureMixin, MetadataMixin):
         >>> td.get("a"), td.get("zzz"), td.get("zzz", 0)
         (tensor([0.]), None, 0)
         """
+        if len(args) > 1 or args and "default" in kwargs:
+            raise TypeError(f"get() takes one default, got {len(args)} positional "
+                            f"{'and a keyword one' if 'default' in kwargs else 'ones'}")
         given = bool(args) or "default" in kwargs
         default = kwargs.pop("default", args[0] if args else NO_DEFAULT)
         if kwargs and kwargs.keys() - _STACK_READ_OPTIONS:

@@ -340,23 +340,26 @@ class TensorDict(MapMixin, TensorDictBase):
     _peek_str = _get_str  # (a stored value is what it is: no lazy part to look into)
 
     def get(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs:
-            if key.__class__ is str:
-                if not args:
-                    try:
-                        return self._tensordict[key]
-                    except KeyError:
-                        pass
-                elif len(args) == 1 and args[0] is not NO_DEFAULT:  # (no KeyError raised)
-                    return self._tensordict.get(key, args[0])
-            elif key.__class__ is tuple and key:
-                value = _lookup(self, key)
-                if value is _MISSING:
-                    if len(args) == 1 and args[0] is not NO_DEFAULT:
-                        return args[0]
-                elif value is not _GENERAL:
-                    return value
-        return TensorDictBase.get(self, key, *args, **kwargs)
+        if kwargs:  # ``default=`` alone (TorchRL's usual spelling) is read as the positional
+            if args or len(kwargs) != 1 or "default" not in kwargs:
+                return TensorDictBase.get(self, key, *args, **kwargs)
+            args = (kwargs["default"],)
+        if key.__class__ is str:
+            if not args:
+                try:
+                    return self._tensordict[key]
+                except KeyError:
+                    pass
+            elif len(args) == 1 and args[0] is not NO_DEFAULT:  # (no KeyError raised)
+                return self._tensordict.get(key, args[0])
+        elif key.__class__ is tuple and key:
+            value = _lookup(self, key)
+            if value is _MISSING:
+                if len(args) == 1 and args[0] is not NO_DEFAULT:
+                    return args[0]
+            elif value is not _GENERAL:
+                return value
+        return TensorDictBase.get(self, key, *args)
 
     get.__doc__ = TensorDictBase.get.__doc__
 
