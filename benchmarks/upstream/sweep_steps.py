@@ -35,6 +35,18 @@ def _w():
     return lambda: list(td.items(is_leaf=_is_leaf_nontensor))
 
 
+@workload("step: list(td.items(True, True))")
+def _w():
+    td = step()
+    return lambda: list(td.items(True, True))
+
+
+@workload("step: list(td.values(True, True))")
+def _w():
+    td = step()
+    return lambda: list(td.values(True, True))
+
+
 @workload("step: list(td.values())")
 def _w():
     td = step()

@@ -272,6 +272,26 @@ def test_top_level_items_and_values_are_the_dicts_views():
     assert ("n", "b") in [k for k, _ in td.items(True)]
 
 
+def test_items_and_values_with_flags_are_iterators_and_every_leaf_a_list():
+    """As upstream: ``items(True, True)`` is a list; other flags give one-shot iterators
+    (upstream's generators: ``next()`` works on them), for lazy stacks too."""
+    td = make()
+    leaves = td.items(True, True)
+    assert type(leaves) is list
+    assert [key for key, _ in leaves] == list(td.keys(True, True))
+    stored = dict(leaves)
+    assert stored["a"] is td["a"] and stored["n", "b"] is td["n", "b"]
+    assert torch.equal(stored["l", "q"], td["l", "q"]) and ("n", "s") not in stored
+    assert type(td.items(True, True, is_leaf=lambda cls: True)) is list
+    for flagged in (td.items(True), td.values(True, True), td.values(leaves_only=True),
+                    td.items(True, True, sort=True), td["l"].values(True, True),
+                    td["l"].items()):
+        assert next(flagged) is not None
+    values = td.values(True, True)
+    assert torch.equal(next(values), td["a"]) and torch.equal(next(values), td["n", "b"])
+    assert [key for key, _ in td.items(True, sort=True)] == list(td.keys(True, sort=True))
+
+
 def test_keys_with_flags_or_a_predicate_keep_the_full_view():
     td = make()
     assert type(td.keys(True)) is TensorDictKeysView

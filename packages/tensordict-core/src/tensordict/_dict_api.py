@@ -16,7 +16,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -31,12 +31,12 @@ from tensordict._collection import (
     is_tensor_collection,
 )
 from tensordict._keys import (
-    TensorDictItemsView,
     TensorDictKeysView,
-    TensorDictValuesView,
     TopKeysView,
     has_leaf,
     is_leaf_nontensor,
+    iter_items,
+    iter_values,
 )
 from tensordict._metadata import MetadataMixin
 from tensordict._nested_key import NestedKey, key_to_path, unravel_key
@@ -223,25 +223,27 @@ class DictMixin(RestructureMixin, MetadataMixin):
 
     def values(self, include_nested: bool = False, leaves_only: bool = False,
                is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False
-               ) -> TensorDictValuesView:
-        """The values matching :meth:`keys` with the same flags (the top level of a
-        TensorDict gives its dict's own view, as upstream).
+               ) -> Iterator[Any]:
+        """The values matching :meth:`keys` with the same flags, as an iterator (upstream's
+        is a generator; the top level of a TensorDict gives its dict's own view).
 
-        >>> list(TensorDict(a=torch.zeros(1), n={"b": torch.ones(1)}).values(True, True))
-        [tensor([0.]), tensor([1.])]
+        >>> values = TensorDict(a=torch.zeros(1), n={"b": torch.ones(1)}).values(True, True)
+        >>> next(values), list(values)
+        (tensor([0.]), [tensor([1.])])
         """
-        return TensorDictValuesView(self.keys(include_nested, leaves_only, is_leaf, sort=sort))
+        return iter_values(self.keys(include_nested, leaves_only, is_leaf, sort=sort))
 
     def items(self, include_nested: bool = False, leaves_only: bool = False,
               is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False
-              ) -> TensorDictItemsView:
-        """``(key, value)`` pairs matching :meth:`keys` with the same flags (the top level
-        of a TensorDict gives its dict's own view, as upstream).
+              ) -> Iterator[tuple[NestedKey, Any]] | list[tuple[NestedKey, Any]]:
+        """``(key, value)`` pairs matching :meth:`keys` with the same flags, as an iterator
+        (upstream's is a generator; the top level of a TensorDict gives its dict's own
+        view, and every leaf of one, ``items(True, True)``, a list, as upstream).
 
         >>> [key for key, _ in TensorDict(a=torch.zeros(1), n={"b": torch.ones(1)}).items(True)]
         ['a', 'n', ('n', 'b')]
         """
-        return TensorDictItemsView(self.keys(include_nested, leaves_only, is_leaf, sort=sort))
+        return iter_items(self.keys(include_nested, leaves_only, is_leaf, sort=sort))
 
     @property
     def sorted_keys(self) -> list[str]:

@@ -372,47 +372,38 @@ class DictKeysView(TopKeysView):
 KeysView.register(TopKeysView)  # isinstance(td.keys(), KeysView), as for a dict
 
 
-class TensorDictValuesView:
-    """Values matching a key view, in the same order (non-tensors unwrapped as stored)."""
+def iter_items(keys: TensorDictKeysView) -> Iterator[tuple[NestedKey, Any]]:
+    """The ``(key, value)`` pairs of a key view, in its order: an iterator, as upstream's
+    ``items()`` with flags is a generator. Values are read as it is consumed (a lazy
+    stack's leaf is stacked only when reached), but for a sorted view or a predicate of
+    the caller's, which are collected first.
 
-    __slots__ = ("_keys",)
-
-    def __init__(self, keys: TensorDictKeysView) -> None:
-        self._keys = keys
-
-    def _pairs(self) -> list[tuple[NestedKey, Any]]:
-        keys = self._keys
-        if keys.is_leaf is _NESTED_TENSORS_AS_LISTS:
-            return list(_items_as_lists(keys._td, (), keys.include_nested, keys.leaves_only))
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.zeros(()), "n": {"b": torch.ones(())}})
+    >>> pairs = iter_items(td.keys(True, True))
+    >>> next(pairs)
+    ('a', tensor(0.))
+    """
+    is_leaf = keys.is_leaf
+    if is_leaf is _NESTED_TENSORS_AS_LISTS:
+        return _items_as_lists(keys._td, (), keys.include_nested, keys.leaves_only)
+    if keys.sort or is_leaf not in _STOCK_PREDICATES:
         pairs = keys._collect(True)
         if keys.sort:
             pairs.sort(key=lambda pair: _sort_key(pair[0]))
-        return pairs
-
-    def _iter_pairs(self) -> Iterator[tuple[NestedKey, Any]]:
-        keys = self._keys
-        if keys.sort or keys.is_leaf is _NESTED_TENSORS_AS_LISTS or \
-                keys.is_leaf not in _STOCK_PREDICATES:
-            return iter(self._pairs())
-        return iter_entries(keys._td, (), keys.include_nested, keys.leaves_only, keys.is_leaf)
-
-    def __iter__(self) -> Iterator[Any]:
-        return (value for _, value in self._iter_pairs())
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({list(self)})"
+        return iter(pairs)
+    return iter_entries(keys._td, (), keys.include_nested, keys.leaves_only, is_leaf)
 
 
-class TensorDictItemsView(TensorDictValuesView):
-    """``(key, value)`` pairs matching a key view."""
+def iter_values(keys: TensorDictKeysView) -> Iterator[Any]:
+    """The values of :func:`iter_items`, as upstream's ``values()`` with flags.
 
-    __slots__ = ()
-
-    def __iter__(self) -> Iterator[tuple[NestedKey, Any]]:
-        return self._iter_pairs()
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.zeros(()), "n": {"b": torch.ones(())}})
+    >>> list(iter_values(td.keys(True, True)))
+    [tensor(0.), tensor(1.)]
+    """
+    return (value for _, value in iter_items(keys))
 
 
 def _sort_key(key: NestedKey) -> str:

@@ -33,9 +33,9 @@ from tensordict._device import _copy_structure
 from tensordict._helpers import _shape
 from tensordict._keys import (
     DictKeysView,
-    TensorDictItemsView,
     TensorDictKeysView,
-    TensorDictValuesView,
+    collect_entries,
+    default_is_leaf,
     has_leaf,
 )
 from tensordict._map import MapMixin
@@ -385,16 +385,20 @@ class TensorDict(MapMixin, TensorDictBase):
 
     def items(self, include_nested: bool = False, leaves_only: bool = False,
               is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False
-              ) -> ItemsView[str, Any] | TensorDictItemsView:
+              ) -> ItemsView[str, Any] | Iterator[tuple[NestedKey, Any]] | list[Any]:
         if not (include_nested or leaves_only or sort):  # the top level: the dict's view
             return self._tensordict.items()
+        if include_nested and leaves_only and not sort:  # every leaf: a list, as upstream
+            if is_leaf is None:  # (in one walk)
+                return collect_entries(self, (), True, True, default_is_leaf, True, [])
+            return list(TensorDictBase.items(self, True, True, is_leaf))
         return TensorDictBase.items(self, include_nested, leaves_only, is_leaf, sort=sort)
 
     items.__doc__ = TensorDictBase.items.__doc__
 
     def values(self, include_nested: bool = False, leaves_only: bool = False,
                is_leaf: Callable[[type], bool] | None = None, *, sort: bool = False
-               ) -> ValuesView[Any] | TensorDictValuesView:
+               ) -> ValuesView[Any] | Iterator[Any]:
         if not (include_nested or leaves_only or sort):
             return self._tensordict.values()
         return TensorDictBase.values(self, include_nested, leaves_only, is_leaf, sort=sort)
