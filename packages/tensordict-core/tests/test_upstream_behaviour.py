@@ -533,3 +533,5 @@ def test_expand_as_right_broadcasts_size_one_dims_and_names_bad_shapes():
     assert expand_as_right(TensorDict(a=1.0), torch.zeros(2)).batch_size == (2,)
     with pytest.raises(RuntimeError, match=r"\(2, 2\).*\(2, 3, 1\)"):
         expand_as_right(torch.ones(2, 2), torch.zeros(2, 3, 1))
+    with pytest.raises(RuntimeError, match=r"at least as many dims.*\(2, 3\) and \(2,\)"):
+        expand_as_right(torch.ones(2, 3), torch.zeros(2))

@@ -61,21 +61,21 @@ def expand_as_right(tensor: Any, dest: Any) -> Any:
     >>> expand_as_right(torch.ones(2, 1), torch.zeros(2, 3, 1)).shape  # size-1 dims broadcast
     torch.Size([2, 3, 1])
     """
-    if dest.ndim < tensor.ndim:
+    shape, target = tensor.shape, dest.shape
+    if len(target) < len(shape):
         raise RuntimeError(
             f"expand_as_right needs a destination with at least as many dims as the input: "
-            f"got {tuple(tensor.shape)} and {tuple(dest.shape)}"
+            f"got {tuple(shape)} and {tuple(target)}"
         )
-    if any(t not in (1, d) for t, d in zip(tensor.shape, dest.shape)):
+    if target[: len(shape)] != shape and any(
+            t not in (1, d) for t, d in zip(shape, target)):  # (size-1 dims broadcast)
         raise RuntimeError(
-            f"expand_as_right needs the input shape {tuple(tensor.shape)} to lead (or "
-            f"broadcast to) the destination shape {tuple(dest.shape)}"
+            f"expand_as_right needs the input shape {tuple(shape)} to lead (or "
+            f"broadcast to) the destination shape {tuple(target)}"
         )
     if not isinstance(tensor, torch.Tensor):  # a tensor collection
-        return tensor.reshape(tuple(tensor.shape) + (1,) * (dest.ndim - tensor.ndim)).expand(
-            dest.shape
-        )
-    return expand_right(tensor, dest.shape)
+        return tensor.reshape(tuple(shape) + (1,) * (len(target) - len(shape))).expand(target)
+    return expand_right(tensor, target)
 
 
 def _shape(tensor: Any, nested_shape: bool = False) -> torch.Size:
