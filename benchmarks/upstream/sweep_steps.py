@@ -2,6 +2,8 @@
 unbatched transition (a Pendulum-sized step of 8 leaves and its "next" of 7), each
 timed alone (see ``sweep.py``)."""
 
+from collections.abc import Callable, Iterable
+
 import torch
 from sweep_registry import workload
 
@@ -23,40 +25,26 @@ def step() -> TensorDict:
     return TensorDict({**step_entries(), "action": torch.randn(1), "next": step_entries()}, [])
 
 
-@workload("step: list(td.items())")
-def _w():
-    td = step()
-    return lambda: list(td.items())
+#: the step's listings (as TorchRL lists a transition's entries), each through list()
+LISTINGS = {
+    "td.items()": lambda td: td.items(),
+    "td.items(is_leaf=_is_leaf_nontensor)": lambda td: td.items(is_leaf=_is_leaf_nontensor),
+    "td.items(True, True)": lambda td: td.items(True, True),
+    "td.values(True, True)": lambda td: td.values(True, True),
+    "td.values()": lambda td: td.values(),
+    "td.keys()": lambda td: td.keys(),
+}
 
 
-@workload("step: list(td.items(is_leaf=_is_leaf_nontensor))")
-def _w():
-    td = step()
-    return lambda: list(td.items(is_leaf=_is_leaf_nontensor))
+def _register_listing(name: str, listing: Callable[[TensorDict], Iterable[object]]) -> None:
+    @workload(f"step: list({name})")
+    def _build() -> Callable[[], object]:
+        td = step()
+        return lambda: list(listing(td))
 
 
-@workload("step: list(td.items(True, True))")
-def _w():
-    td = step()
-    return lambda: list(td.items(True, True))
-
-
-@workload("step: list(td.values(True, True))")
-def _w():
-    td = step()
-    return lambda: list(td.values(True, True))
-
-
-@workload("step: list(td.values())")
-def _w():
-    td = step()
-    return lambda: list(td.values())
-
-
-@workload("step: list(td.keys())")
-def _w():
-    td = step()
-    return lambda: list(td.keys())
+for _name, _listing in LISTINGS.items():
+    _register_listing(_name, _listing)
 
 
 @workload("step: key in td.keys(include_nested=True)")
