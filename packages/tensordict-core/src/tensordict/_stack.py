@@ -247,16 +247,19 @@ def map_nested(nested: Any, values: list[Any]) -> Any:
     return values[nested]
 
 
-def _check_batch(tds: Sequence[Any], skip_dim: int | None = None) -> torch.Size:
+def _check_batch(tds: Sequence[Any], dense: bool, skip_dim: int | None = None
+                 ) -> torch.Size:
+    """The batch size ``tds`` share (but along ``skip_dim``); ``dense``: all are plain
+    TensorDicts (:func:`_all_dense`)."""
     if not tds:
         raise RuntimeError("stack and cat need a non-empty sequence of TensorDicts")
-    if not all(map(is_tensor_collection, set(map(type, tds)))):
+    if not dense and not all(map(is_tensor_collection, set(map(type, tds)))):
         i, td = next((i, td) for i, td in enumerate(tds) if not is_tensor_collection(td))
         raise TypeError(f"stack and cat need TensorDicts, got a {type(td).__name__} at "
                         f"position {i}")
     batch = tds[0].batch_size
     if skip_dim is None:
-        if len(_sizes(tds, _all_dense(tds))) == 1:
+        if len(_sizes(tds, dense)) == 1:
             return batch
         bad = next((i for i, td in enumerate(tds) if td.batch_size != batch), None)
     else:  # the sizes must agree but along skip_dim
@@ -288,7 +291,8 @@ def stack(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noq
             [2., 2.]])
     """
     tds = list(input)
-    batch = _check_batch(tds)
+    dense = _all_dense(tds)
+    batch = _check_batch(tds, dense)
     ndim = len(batch)
     if not -ndim - 1 <= dim <= ndim:
         raise IndexError(f"dim {dim} is out of range to stack TensorDicts of batch size {batch}")
@@ -305,7 +309,6 @@ def stack(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noq
     new = batch[:dim] + torch.Size([len(tds)]) + batch[dim:]
     names = tds[0].names
     names = names[:dim] + [None] + names[dim:]
-    dense = _all_dense(tds)
     out = _combine(all_entries(tds, dense), leaf_stacker(dim), new, ndim,
                    names, _common_device(tds, dense), (), capture_non_tensor_stack(),
                    lambda stacks: stack_lazy(stacks, dim, maybe_dense_stack))
@@ -353,13 +356,13 @@ def cat(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa:
         joined = cat_lazy(tds, dim)
         if joined is not None:
             return joined
-    _check_batch(tds, dim)
+    dense = _all_dense(tds)
+    _check_batch(tds, dense, dim)
     new = batch[:dim] + torch.Size([sum(td.batch_size[dim] for td in tds)]) + batch[dim + 1:]
     if out is not None:
         if not _write_out(out, tds, new, dim, False):
             return _update_out(out, cat(tds, dim))
         return out
-    dense = _all_dense(tds)
     out = _combine(all_entries(tds, dense), lambda xs: torch.cat(xs, dim), new, ndim,
                    tds[0].names, _common_device(tds, dense), (), True,
                    lambda stacks: _cat_or_dense(stacks, dim))

@@ -139,9 +139,8 @@ class TensorDict(MapMixin, TensorDictBase):
         store = self._tensordict
         size = self._batch_size
         # a tensor on the TensorDict's device (or with no device set), whose leading dim
-        # is the one batch dim (or with no batch dims at all), is stored as it is, and so
-        # is a TensorDict where there are no batch dims and no device; anything else goes
-        # through _validate_value
+        # is the one batch dim (or with no batch dims at all), is stored as it is; a
+        # TensorDict is fitted straight away; anything else goes through _validate_value
         lead = size[0] if len(size) == 1 else None
         plain = lead is not None or not size
         device = self._device
@@ -163,8 +162,8 @@ class TensorDict(MapMixin, TensorDictBase):
             elif cls is dict:
                 store[key] = self._nested(value, non_blocking)
                 continue
-            elif cls is TensorDict and not size and device is None:
-                store[key] = value
+            elif cls is TensorDict:  # (TorchRL's step outputs hold their parameters)
+                store[key] = self._fit_collection(value, key, non_blocking)
                 continue
             store[key] = self._validate_value(value, key, non_blocking)
 
