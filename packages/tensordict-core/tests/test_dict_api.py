@@ -140,6 +140,7 @@ def test_delete_pop_popitem_setdefault_clear(td):
     assert key == "s"
     assert td.setdefault("q", torch.ones(3)).sum() == 3
     assert td.setdefault("q", torch.zeros(3)).sum() == 3
+    assert td.pop("q", None).sum() == 3 and "q" not in td  # a default, the key present
     td.clear()
     assert list(td.keys()) == []
     with pytest.raises(KeyError):

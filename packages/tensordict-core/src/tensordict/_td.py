@@ -427,11 +427,12 @@ class TensorDict(MapMixin, TensorDictBase):
 
     def pop(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
         if key.__class__ is str and not self._is_locked:
+            if default is not NO_DEFAULT:  # (a missing key raises no KeyError to catch:
+                return self._tensordict.pop(key, default)  # TorchRL pops "_step" so)
             try:
                 return self._tensordict.pop(key)
             except KeyError:
-                if default is not NO_DEFAULT:
-                    return default
+                pass
         return TensorDictBase.pop(self, key, default)
 
     pop.__doc__ = TensorDictBase.pop.__doc__
