@@ -517,6 +517,8 @@ class ConsolidateMixin:
         >>> td.is_consolidated(), td.consolidate().is_consolidated()
         (False, True)
         """
+        if not _MARKS:  # nothing is consolidated in this process (the usual case)
+            return False
         return id(self) in _MARKS and consolidated_storage(self) is not None
 
     @property
