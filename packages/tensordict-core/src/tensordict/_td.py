@@ -427,8 +427,8 @@ class TensorDict(MapMixin, TensorDictBase):
 
     def pop(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
         if key.__class__ is str and not self._is_locked:
-            if default is not NO_DEFAULT:  # (a missing key raises no KeyError to catch:
-                return self._tensordict.pop(key, default)  # TorchRL pops "_step" so)
+            if default is not NO_DEFAULT:  # no KeyError raised and caught for a missing
+                return self._tensordict.pop(key, default)  # key (TorchRL pops "_step")
             try:
                 return self._tensordict.pop(key)
             except KeyError:
