@@ -3,6 +3,10 @@ math (see ``sweep.py``)."""
 
 
 
+import copy
+import io
+import pickle
+
 import torch
 from sweep_registry import two_dim, workload
 from workloads import flat, three_levels, transition
@@ -369,6 +373,42 @@ def _w():
 def _w():
     td = three_levels()
     return lambda: td.consolidate()
+
+
+@workload("pickle.dumps 50 leaves")
+def _w():
+    td = three_levels()
+    return lambda: pickle.dumps(td)
+
+
+@workload("pickle.loads 50 leaves")
+def _w():
+    data = pickle.dumps(three_levels())
+    return lambda: pickle.loads(data)
+
+
+@workload("pickle.dumps consolidated 50 leaves")
+def _w():
+    td = three_levels().consolidate()
+    return lambda: pickle.dumps(td)
+
+
+@workload("pickle.loads consolidated 50 leaves")
+def _w():
+    data = pickle.dumps(three_levels().consolidate())
+    return lambda: pickle.loads(data)
+
+
+@workload("torch.save consolidated 50 leaves")
+def _w():
+    td = three_levels().consolidate()
+    return lambda: torch.save(td, io.BytesIO())
+
+
+@workload("copy.deepcopy nested transition")
+def _w():
+    td = transition()
+    return lambda: copy.deepcopy(td)
 
 
 @workload("share_memory_ 10 leaves")

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import tensordict
-from tensordict import LazyStackedTensorDict, NonTensorStack, TensorDict
+from tensordict import LazyStackedTensorDict, NonTensorStack, TensorDict, _consolidate
 
 try:
     from tensordict import tensorclass
@@ -350,6 +350,35 @@ def test_pickle_after_structure_changes():
     assert out.is_consolidated() and out["b", "s"] == "bye" and out.names == ["u"]
     assert "e" in out.keys() and "d" not in out.keys()
     assert torch.equal(out["e"], _td()["d"])
+
+
+def test_pickle_while_locked_reuses_the_metadata_but_sees_non_tensor_writes(monkeypatch):
+    c = _td().consolidate()  # locked: no entry can be added, replaced or removed
+    metadata = c.__getstate__()["_consolidated"]["metadata"]
+    with monkeypatch.context() as patched:  # no walk over the leaves while locked
+        patched.setattr(_consolidate, "_fingerprint", None)
+        assert c.__getstate__()["_consolidated"]["metadata"] is metadata
+    c.set_(("b", "s"), "bye")  # a non-tensor leaf is rewritten in place, lock or not
+    c["a"][0] = 7.0  # a tensor leaf's values live in the one buffer
+    out = pickle.loads(pickle.dumps(c))
+    assert out["b", "s"] == "bye" and out["a"][0] == 7.0 and out.is_consolidated()
+
+
+def test_pickle_after_unlocking_and_locking_again():
+    c = _td().consolidate()
+    pickle.dumps(c)
+    with c.unlock_():  # locked again on exit: the unlock in between is what counts
+        c["x"] = torch.zeros(3)
+        del c["a"]
+    assert c.is_locked and "_consolidated" not in c.__getstate__()
+    out = pickle.loads(pickle.dumps(c))
+    assert "a" not in out.keys() and torch.equal(out["x"], torch.zeros(3))
+    parent = TensorDict(c=_td().consolidate(), batch_size=[3]).lock_()
+    child = parent["c"]
+    pickle.dumps(child)
+    with parent.unlock_():  # the child's own lock holds, but an unlock happened
+        pass
+    assert pickle.loads(pickle.dumps(child)).is_consolidated()
 
 
 def test_torch_save_load():

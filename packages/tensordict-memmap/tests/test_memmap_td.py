@@ -457,3 +457,15 @@ def test_state_dict_of_a_memmapped_tensordict_holds_plain_tensors_sharing_memory
     buffer.seek(0)
     assert torch.load(buffer)["a"].tolist() == [0.0, 0.0, 0.0]
     assert state["a"].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_memmap_in_place_of_a_consolidated_collection_ends_the_consolidation(tmp_path):
+    # memmap_ unlocks the locked collection for a moment to swap its leaves: pickling
+    # afterwards must not reuse the consolidated description kept while it was locked
+    td = TensorDict(a=torch.arange(3.0), b={"c": torch.ones(3)}, batch_size=[3]).consolidate()
+    pickle.dumps(td)
+    td.memmap_(tmp_path)
+    assert td.is_locked and not td.is_consolidated()
+    out = pickle.loads(pickle.dumps(td))
+    assert isinstance(out["a"], MemoryMappedTensor)
+    assert torch.equal(out["a"], torch.arange(3.0)) and torch.equal(out["b", "c"], torch.ones(3))

@@ -38,6 +38,7 @@ from typing import Any
 import torch
 
 from tensordict._collection import classes, is_tensor_collection, is_tensorclass
+from tensordict._metadata import unlock_count
 from tensordict._nontensor import NonTensorData
 from tensordict._shapes import as_device
 
@@ -47,7 +48,8 @@ _RESERVED = frozenset({"cls", "non_tensors", "leaves", "cls_metadata"})
 _STACKS = ("LazyStackedTensorDict", "NonTensorStack")
 
 #: id(collection) -> (weak reference to it, its flat uint8 storage, its leaf count, a
-#: cache: [fingerprint, metadata] once the metadata was asked for)
+#: cache once the metadata was asked for: [fingerprint, metadata, the unlock count when
+#: it was last checked locked (else None), its non-tensor leaves with their data])
 _MARKS: dict[int, tuple[weakref.ref, _Tensor, int, list[Any]]] = {}
 
 
@@ -247,10 +249,11 @@ def _describe(node: Any, base: int) -> dict[str, Any]:
     return out
 
 
-def _fingerprint(node: Any, out: list[Any]) -> list[Any]:
+def _fingerprint(node: Any, out: list[Any], non_tensors: list[Any]) -> list[Any]:
     """What the metadata of ``node`` holds, by identity: the classes, sizes, names,
     devices, keys and entries of it and its sub-collections, and the storage of each
-    tensor (the offsets cannot change: the tensors are the same objects)."""
+    tensor (the offsets cannot change: the tensors are the same objects); its non-tensor
+    leaves go to ``non_tensors`` with their data."""
     if node.__class__ is not classes.TensorDict and is_tensorclass(node):
         out.append(node.__class__)
         node = node._tensordict
@@ -269,15 +272,17 @@ def _fingerprint(node: Any, out: list[Any]) -> list[Any]:
         if getattr(value, "_is_non_tensor", False) and not isinstance(
                 value, classes.LazyStackedTensorDict):
             out += (id(value.data), value.batch_size)
+            non_tensors.append((value, value.data))
         else:
-            _fingerprint(value, out)
+            _fingerprint(value, out, non_tensors)
     return out
 
 
 def storage_and_metadata(td: Any) -> tuple[_Tensor, dict[str, Any]] | None:
     """``(storage, metadata)`` of ``td`` if it is consolidated, else None. The metadata is
-    kept while the structure does not change: pickling the same collection again only
-    checks it.
+    kept while the structure does not change: pickling the same collection again checks
+    it, leaf by leaf, or, if no collection was unlocked since it was last checked locked,
+    only its non-tensor leaves (which ``set_`` rewrites in place, lock or not).
 
     >>> from tensordict import TensorDict
     >>> c = TensorDict(a=torch.zeros(3)).consolidate()
@@ -288,11 +293,16 @@ def storage_and_metadata(td: Any) -> tuple[_Tensor, dict[str, Any]] | None:
     if entry is None or entry[0]() is not td:
         return None
     storage, cache = entry[1], entry[3]
-    fingerprint = _fingerprint(td, [])
+    if cache and cache[2] == unlock_count() and td.is_locked and (not cache[3] or all(
+            leaf.data is data for leaf, data in cache[3])):
+        return storage, cache[1]  # locked all along: no entry added, replaced or removed
+    non_tensors: list[Any] = []
+    fingerprint = _fingerprint(td, [], non_tensors)
     if not cache or cache[0] != fingerprint:
         if _storage_and_leaves(td) is None:
             return None
-        cache[:] = [fingerprint, consolidated_metadata(td, storage)]
+        cache[:] = [fingerprint, consolidated_metadata(td, storage), None, None]
+    cache[2:] = [unlock_count() if td.is_locked else None, non_tensors]
     return storage, cache[1]
 
 

@@ -35,6 +35,28 @@ LOCKED_BY_PARENT = 2
 _LOCK = operator.methodcaller("lock_")
 _UNLOCK = operator.methodcaller("unlock_")
 
+_unlocks = 0  # see unlock_count
+
+
+def unlock_tree(collection: Any) -> None:
+    """Unlock ``collection`` and the sub-collections it locked, counted by
+    :func:`unlock_count` (what ``unlock_`` does, without its ``with`` support)."""
+    global _unlocks
+    _unlocks += 1
+    collection._propagate_lock(False)
+
+
+def unlock_count() -> int:
+    """How many times a collection was unlocked in this process: something worked out
+    from a locked collection still holds while this count has not changed.
+
+    >>> before = unlock_count()
+    >>> _ = TensorDict().lock_().unlock_()
+    >>> unlock_count() == before + 1
+    True
+    """
+    return _unlocks
+
 
 class MetadataMixin:
     """Lock state (with context-manager use), batch size inference, device and names."""
@@ -81,7 +103,7 @@ class MetadataMixin:
                 "TensorDict holding it instead."
             )
         self._push_exit(_LOCK if self.is_locked else None)
-        self._propagate_lock(False)
+        unlock_tree(self)
         return self
 
     def _push_exit(self, action: Callable[[Any], Any] | None) -> None:

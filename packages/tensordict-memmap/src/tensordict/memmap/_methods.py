@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from tensordict._metadata import unlock_tree
 from tensordict._nested_key import NestedKey, key_to_path
 from tensordict._td import TensorDict
 from tensordict.memmap import _archive, _layout, _load, _save, _state
@@ -203,7 +204,7 @@ def memmap_(self: Any, prefix: PathLike | None = None, copy_existing: bool = Fal
 def _unlocked(collection: Any) -> Iterator[None]:
     locked = collection.is_locked
     if locked:
-        collection._propagate_lock(False)
+        unlock_tree(collection)
     try:
         yield
     finally:
