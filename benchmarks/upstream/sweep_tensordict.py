@@ -6,6 +6,7 @@ math (see ``sweep.py``)."""
 import copy
 import io
 import pickle
+from collections.abc import Callable
 
 import torch
 from sweep_registry import two_dim, workload
@@ -375,28 +376,27 @@ def _w():
     return lambda: td.consolidate()
 
 
-@workload("pickle.dumps 50 leaves")
-def _w():
-    td = three_levels()
-    return lambda: pickle.dumps(td)
+#: what is pickled (as multiprocessing and checkpoints do), each both ways
+PICKLED = {
+    "50 leaves": three_levels,
+    "consolidated 50 leaves": lambda: three_levels().consolidate(),
+}
 
 
-@workload("pickle.loads 50 leaves")
-def _w():
-    data = pickle.dumps(three_levels())
-    return lambda: pickle.loads(data)
+def _register_pickling(label: str, make: Callable[[], TensorDict]) -> None:
+    @workload(f"pickle.dumps {label}")
+    def _dumps() -> Callable[[], object]:
+        td = make()
+        return lambda: pickle.dumps(td)
+
+    @workload(f"pickle.loads {label}")
+    def _loads() -> Callable[[], object]:
+        data = pickle.dumps(make())
+        return lambda: pickle.loads(data)
 
 
-@workload("pickle.dumps consolidated 50 leaves")
-def _w():
-    td = three_levels().consolidate()
-    return lambda: pickle.dumps(td)
-
-
-@workload("pickle.loads consolidated 50 leaves")
-def _w():
-    data = pickle.dumps(three_levels().consolidate())
-    return lambda: pickle.loads(data)
+for _label, _make in PICKLED.items():
+    _register_pickling(_label, _make)
 
 
 @workload("torch.save consolidated 50 leaves")
