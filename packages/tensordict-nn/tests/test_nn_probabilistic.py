@@ -193,6 +193,23 @@ def test_sequential_needs_probabilistic_last():
         seq.get_dist(TensorDict(x=torch.zeros(2), batch_size=[2]))
 
 
+def test_a_get_dist_forwarded_by_a_wrapper_is_not_probabilistic():
+    # as upstream, a module gives a distribution by its class: a TensorDictModule whose
+    # wrapped module has a get_dist (reached through __getattr__) is deterministic
+    class WithGetDist(nn.Identity):
+        def get_dist(self, td):
+            return D.Normal(td["x"], 1.0)
+
+    wrapper = TensorDictModule(WithGetDist(), in_keys=["x"], out_keys=["y"])
+    assert callable(wrapper.get_dist)
+    seq = ProbabilisticTensorDictSequential(wrapper)
+    assert seq.return_composite is True
+    with pytest.raises(RuntimeError, match="No distribution module found"):
+        seq.get_dist(TensorDict(x=torch.zeros(2), batch_size=[2]))
+    with pytest.raises(TypeError, match="final module .* must be an instance of Proba"):
+        ProbabilisticTensorDictSequential(wrapper, return_composite=False)
+
+
 def _two_action_policy(**kwargs):
     torch.manual_seed(0)
     normal = functools.partial(ProbabilisticTensorDictModule,

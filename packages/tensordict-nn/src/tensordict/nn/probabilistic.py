@@ -346,6 +346,8 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         ``generator`` if given."""
         if interaction_type is None:
             interaction_type = _INTERACTION.get() or self.default_interaction_type
+        if generator is None:  # the global generator: no state to swap
+            return draw(dist, interaction_type, self.n_empirical_estimate, self._sample_shape())
         with _use_generator(generator):
             return draw(dist, interaction_type, self.n_empirical_estimate, self._sample_shape())
 
@@ -442,7 +444,9 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
 
 
 def _is_probabilistic(module: Any) -> bool:
-    return callable(getattr(module, "get_dist", None))
+    """Whether ``module`` gives a distribution: a probabilistic module or sequence, as
+    upstream decides (by class, not by a ``get_dist`` a wrapper may forward)."""
+    return isinstance(module, (ProbabilisticTensorDictModule, ProbabilisticTensorDictSequential))
 
 
 class ProbabilisticTensorDictSequential(TensorDictSequential):
@@ -664,9 +668,10 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         key of it."""
         if self.return_composite:
             return False
-        written = {unravel_key(key) for module in list(self._module_iter())[:-1]
+        *before, last = self._module_iter()
+        written = {unravel_key(key) for module in before
                    for key in getattr(module, "out_keys", ())}
-        return all(unravel_key(key) in written for key in self._last_module.dist_sample_keys)
+        return all(unravel_key(key) in written for key in last.dist_sample_keys)
 
     def _rebuild(self, modules: list[Any]) -> TensorDictSequential:
         items = list(modules[0].values()) if modules and isinstance(modules[0], Mapping) \
