@@ -244,6 +244,28 @@ def _index_tensor():
     return lambda: td[index]
 
 
+@workload("td[rows]: 256 of 10,000 transitions, 8 leaves")
+def _index_rows():
+    # a replay buffer's sample: rows of a TorchRL-shaped storage picked by an index
+    n = 10_000
+    td = TensorDict({"observation": torch.randn(n, 11), "action": torch.randn(n, 3),
+                     "done": torch.zeros(n, 1, dtype=torch.bool),
+                     "next": {"observation": torch.randn(n, 11), "reward": torch.randn(n, 1),
+                              "done": torch.zeros(n, 1, dtype=torch.bool)}}, batch_size=[n])
+    rows = torch.randint(n, (256,), generator=torch.Generator().manual_seed(0))
+    return lambda: td[rows]
+
+
+@workload("td[rows]: 32 of 2,000 frames of 3x84x84 uint8 pixels")
+def _index_pixel_rows():
+    n = 2_000
+    td = TensorDict({"pixels": torch.zeros(n, 3, 84, 84, dtype=torch.uint8),
+                     "next": {"pixels": torch.zeros(n, 3, 84, 84, dtype=torch.uint8)},
+                     "action": torch.zeros(n, 6)}, batch_size=[n])
+    rows = torch.randint(n, (32,), generator=torch.Generator().manual_seed(0))
+    return lambda: td[rows]
+
+
 @workload("td[mask] 50 leaves")
 def _index_mask():
     td, mask = three_levels(), torch.tensor([True, False, True, True])
@@ -556,6 +578,30 @@ if _torchrl_available():
 
         td = transition()
         return lambda: step_mdp(td)
+
+    def _quiet_torchrl() -> None:
+        # TorchRL logs each storage it initializes to stdout, where the JSON goes
+        import logging
+
+        logging.getLogger("torchrl").setLevel(logging.WARNING)
+
+    @workload("torchrl ReplayBuffer(LazyTensorStorage) sample 256 of 5,000")
+    def _rb_sample():
+        from torchrl.data import LazyTensorStorage, ReplayBuffer
+
+        _quiet_torchrl()
+        rb = ReplayBuffer(storage=LazyTensorStorage(10_000), batch_size=256)
+        rb.extend(transition().expand(625, 8).reshape(-1).clone())
+        return rb.sample
+
+    @workload("torchrl ReplayBuffer(LazyTensorStorage) extend 1,000")
+    def _rb_extend():
+        from torchrl.data import LazyTensorStorage, ReplayBuffer
+
+        _quiet_torchrl()
+        rb = ReplayBuffer(storage=LazyTensorStorage(100_000))
+        steps = transition().expand(125, 8).reshape(-1).clone()
+        return lambda: rb.extend(steps)
 
     @workload("torchrl 1000-step rollout (Pendulum, StepCounter, RewardSum)")
     def _rollout():

@@ -173,3 +173,86 @@ def test_seed_indexing_example():
                                                                          dtype=torch.bool)},
                          batch_size=[4])
     assert data["key 1"][0].sum() == 0 and data["key 2"][0].all()
+
+
+# -- rows picked by a 1-d int64 index: one index_select per contiguous CPU leaf ----------
+class _Calls(torch.overrides.TorchFunctionMode):
+    """Records the torch functions called inside the block."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.names.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+def _rows_td():
+    return TensorDict(
+        a=torch.arange(20.0).view(5, 4),
+        img=torch.arange(5 * 3 * 2 * 2, dtype=torch.uint8).view(5, 3, 2, 2),
+        flags=torch.tensor([True, False, True, True, False]),
+        t=torch.arange(10.0).view(2, 5).T,  # not contiguous: indexed as a tensor is
+        nested={"b": torch.arange(15).view(5, 3)},
+        text="kept",
+        batch_size=[5],
+    )
+
+
+def test_row_index_selects_every_leaf_as_indexing_does():
+    td, rows = _rows_td(), torch.tensor([4, 0, 4, 2])
+    with _Calls() as calls:
+        out = td[rows]
+    assert calls.names.count("index_select") == 4  # a, img, flags, nested.b
+    for key in ["a", "img", "flags", "t", ("nested", "b")]:
+        expected = td[key][rows]
+        assert torch.equal(out[key], expected), key
+        assert out[key].stride() == expected.stride(), key
+    assert out.batch_size == torch.Size([4]) and out["text"] == "kept"
+
+
+def test_row_index_with_a_negative_row_wraps_it():
+    td = _rows_td()
+    out = td[torch.tensor([-1, 0])]
+    assert torch.equal(out["a"], td["a"][[4, 0]])
+    assert torch.equal(out["nested", "b"], td["nested", "b"][[4, 0]])
+
+
+def test_row_index_out_of_range_names_the_entry():
+    td = _rows_td()
+    with pytest.raises(IndexError, match="out of bounds.*entry 'a'"):
+        td[torch.tensor([0, 5])]
+
+
+def test_row_index_gradients_and_subclass_leaves():
+    weight = torch.nn.Parameter(torch.randn(5, 2))
+    x = torch.randn(5, 3, requires_grad=True)
+    td = TensorDict(w=weight, x=x, batch_size=[5])
+    out = td[torch.tensor([1, 1, 3])]
+    assert torch.equal(out["w"], weight[[1, 1, 3]])
+    (out["x"].sum() + out["w"].sum()).backward()
+    assert x.grad[:, 0].tolist() == [0.0, 2.0, 0.0, 1.0, 0.0]
+    assert weight.grad[:, 0].tolist() == [0.0, 2.0, 0.0, 1.0, 0.0]
+
+
+def test_other_tensor_indices_are_not_rows():
+    td, rows = _rows_td(), torch.tensor([3, 1])
+    for index in (rows.to(torch.int32), rows.view(2, 1), torch.tensor(3)):
+        with _Calls() as calls:
+            out = td[index]
+        assert "index_select" not in calls.names
+        assert torch.equal(out["a"], td["a"][index])
+
+
+@pytest.mark.parametrize("leaf", ["sparse", "nested"])
+def test_row_index_of_leaves_without_strides_or_kernel(leaf):
+    # index_select is not tried on a sparse leaf (no strides) and fails on a nested one:
+    # both take indexing proper, which torch does not support either
+    rows = torch.tensor([2, 0])
+    value = torch.eye(3).to_sparse() if leaf == "sparse" else \
+        torch.nested.nested_tensor([torch.ones(2), torch.zeros(3), torch.ones(1)])
+    with pytest.raises(NotImplementedError, match="aten::index"):
+        value[rows]
+    with pytest.raises(NotImplementedError, match="aten::index"):
+        TensorDict(x=value, batch_size=[3])[rows]

@@ -54,7 +54,7 @@ from tensordict._shapes import (
     masks_to_indices,
     normalize_index,
 )
-from tensordict._traverse import IndexLeaves
+from tensordict._traverse import IndexLeaves, is_row_index, row_selector
 from tensordict._unbatched import UnbatchedTensor
 
 _Tensor = torch.Tensor
@@ -680,6 +680,12 @@ class TensorDict(MapMixin, TensorDictBase):
         names = self._indexed_names(parts) if self._names is not None else None
         if len(parts) == 1:
             parts = parts[0]
+            if is_row_index(parts):  # rows: index_select, unless one is negative
+                try:
+                    return self._map_leaves(IndexLeaves(parts), batch_size, names,
+                                            NO_DEFAULT, False, on_leaf=row_selector(parts))
+                except IndexError:
+                    pass
         return self._map_leaves(IndexLeaves(parts), batch_size, names, NO_DEFAULT, False,
                                 on_leaf=itemgetter(parts))
 

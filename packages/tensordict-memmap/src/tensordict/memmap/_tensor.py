@@ -31,12 +31,12 @@ from typing import Any
 import torch
 
 from tensordict._setitem import WRITABLE_AS_TENSOR
+from tensordict._traverse import is_row_index
 from tensordict.memmap import _fake
 
 __all__ = ["MemoryMappedTensor"]
 
 _WRITE_CHUNK = 1 << 30  # os.write moves at most ~2 GiB per call
-_LONG = torch.int64
 _getitem = torch.Tensor.__getitem__
 _SIZE_CLASSES = (tuple, list, torch.Size)  # (checked before the slower Sequence ABC)
 _index_select = torch.Tensor.index_select
@@ -563,8 +563,7 @@ class MemoryMappedTensor(torch.Tensor):
 
     # -- views stay memory-mapped -----------------------------------------------------------
     def __getitem__(self, index: Any) -> torch.Tensor:
-        if index.__class__ is torch.Tensor and index.dtype is _LONG and index.ndim == 1 and (
-                self.ndim):
+        if is_row_index(index) and self.ndim:
             # rows picked by a 1-D index: index_select copies them several times faster
             # than advanced indexing; a negative or out-of-range index takes the general
             # path below (which wraps negatives and raises upstream's IndexError)
