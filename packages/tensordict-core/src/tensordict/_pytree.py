@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 import torch
@@ -96,6 +97,21 @@ def _tensors(children: Iterable[Any]) -> Iterator[_Tensor]:
             yield from _tensors(child._get_str(key) for key in child._keys_str())
 
 
+def _first_tensor(children: Iterable[Any]) -> _Tensor | None:
+    """The first of :func:`_tensors` (without a generator per level: the parameters of a
+    module nest several levels deep)."""
+    for child in children:
+        if isinstance(child, _Tensor):
+            return child
+        if acts_as_tensordict(child) and not getattr(child, "_is_non_tensor", False):
+            found = _first_tensor(child._tensordict.values()
+                                  if child.__class__ is classes.TensorDict else
+                                  (child._get_str(key) for key in child._keys_str()))
+            if found is not None:
+                return found
+    return None
+
+
 def _leafless(children: Iterable[Any]) -> bool:
     """True if nothing under ``children`` is a pytree leaf (a tensor, or a placeholder that
     pytree tools put in a rebuilt structure, like vmap's ``in_dims``)."""
@@ -118,28 +134,38 @@ def _no_functorch() -> bool:
 def _probe(children: list[Any]) -> tuple[int, int, Any]:
     """(index, level, shape) of the leaf of highest functorch level; the level is at least
     the current transform's, so a leaf made inside ``vmap`` counts as mapped on the way out."""
+    first = _first_tensor(children)
     if _no_functorch():  # no transform active: nothing wrapped
-        first = next(_tensors(children), None)
         return (0, -1, None if first is None else first.shape)
+    current = _functorch.peek_interpreter_stack().level()
+    if first is not None and _functorch.maybe_get_level(first) >= current:
+        return (0, current, first.shape)  # no live leaf is above the current level
     best = (0, -1, None)
     for index, leaf in enumerate(_tensors(children)):
         level = _functorch.maybe_get_level(leaf)
         if best[2] is None or level > best[1]:
             best = (index, level, leaf.shape)
-    return best[0], max(best[1], _functorch.peek_interpreter_stack().level()), best[2]
+            if level >= current:  # no live leaf is above the current transform's level
+                break
+    return best[0], max(best[1], current), best[2]
 
 
 def _flatten(td: Any) -> tuple[list[Any], _Context]:
     keys: list[str] = []
     children: list[Any] = []
     non_tensor: list[tuple[str, Any]] = []
-    for key in td._keys_str():
-        value = td._get_str(key)
-        if getattr(value, "_is_non_tensor", False):
+    dense = td.__class__ is classes.TensorDict
+    entries = td._tensordict.items() if dense else \
+        ((key, td._get_str(key)) for key in td._keys_str())
+    for key, value in entries:
+        if value.__class__ is not _Tensor and getattr(value, "_is_non_tensor", False):
             non_tensor.append((key, value))
         else:
             keys.append(key)
             children.append(value)
+    if dense:
+        return children, _Context(classes.TensorDict, tuple(keys), td._batch_size, td._names,
+                                  td._device, tuple(non_tensor), (0, -1, None))
     names = td._names if hasattr(td, "_names") else None
     return children, _Context(type(td), tuple(keys), td.batch_size, names, td.device,
                               tuple(non_tensor), (0, -1, None))
@@ -251,7 +277,8 @@ def _fit_non_tensor(value: Any, batch_size: torch.Size) -> Any:
 def _unflatten(children: Any, context: _Context) -> Any:
     children = list(children)
     index = context.probe[0]
-    leaf = next((t for i, t in enumerate(_tensors(children)) if i == index), None)
+    leaf = _first_tensor(children) if index == 0 else \
+        next(islice(_tensors(children), index, None), None)
     batch_size, names = _follow_vmap(leaf, context)
     fitted = _fitting_size(children, batch_size, leaf, context)
     if fitted != batch_size:
