@@ -188,3 +188,30 @@ def test_vmap_returning_a_lazy_stack_puts_the_mapped_dim_first():
     out = torch.vmap(make)(torch.arange(4.0))
     assert out.batch_size == (4, 2) and out.stack_dim == 1
     assert torch.equal(out["a"], torch.stack([torch.arange(4.0), 2 * torch.arange(4.0)], 1))
+
+
+class _Doubler(torch.nn.Module):
+    """A module (no ``__name__``) counting how often it is printed."""
+
+    printed = 0
+
+    def forward(self, td):
+        return td * 2
+
+    def __repr__(self):
+        type(self).printed += 1
+        return "_Doubler"
+
+
+def test_vmap_of_a_module_returning_a_tensordict_does_not_print_it():
+    # torch names vmap's function once per output tensor (by repr, for a module): the
+    # module is named by its class instead, in the error messages that use the name
+    td = TensorDict({f"k{i}": torch.randn(4, 3) for i in range(5)}, batch_size=[4])
+    module = _Doubler()
+    out = torch.vmap(module)(td)
+    assert torch.equal(out["k3"], td["k3"] * 2) and out.batch_size == torch.Size([4])
+    assert _Doubler.printed == 0
+    with pytest.raises(ValueError, match=r"vmap\(_Doubler\(\), \.\.\.\): `_Doubler\(\)` can "
+                                         r"not return a BatchedTensor"):
+        torch.vmap(module, out_dims=None)(td)
+    assert _Doubler.printed == 0
