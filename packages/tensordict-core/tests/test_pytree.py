@@ -215,3 +215,24 @@ def test_vmap_of_a_module_returning_a_tensordict_does_not_print_it():
                                          r"not return a BatchedTensor"):
         torch.vmap(module, out_dims=None)(td)
     assert _Doubler.printed == 0
+
+
+def test_a_tensordict_tree_is_one_pytree_node_with_nested_key_paths():
+    # sub-TensorDicts are flattened into their root's node (torch's pytree costs per
+    # node); the key paths still name each level, as a node per level would
+    from torch.utils._pytree import key_get, keystr, tree_flatten_with_path
+
+    td = TensorDict({"a": torch.zeros(2), "n": {"b": torch.ones(2, 3), "m": {"c": torch.ones(2)}},
+                     "s": "text"}, batch_size=[2])
+    leaves, spec = tree_flatten(td)
+    assert spec.num_children == 3 and all(child.is_leaf() for child in spec.children_specs)
+    assert [leaf.shape for leaf in leaves] == [(2,), (2, 3), (2,)]
+    paths, _ = tree_flatten_with_path(td)
+    assert [keystr(path) for path, _ in paths] == ["['a']", "['n']['b']", "['n']['m']['c']"]
+    assert all(key_get(td, path) is leaf for path, leaf in paths)
+    rebuilt = tree_unflatten([leaf + 1 for leaf in leaves], spec)
+    assert rebuilt["n"].batch_size == torch.Size([2]) and rebuilt["n", "m", "c"].eq(2).all()
+    assert rebuilt["s"] == "text"
+    other = td.clone()
+    other.rename_key_(("n", "m"), ("n", "x"))
+    assert tree_flatten(other)[1] != spec  # the nested keys are part of the structure

@@ -1,9 +1,11 @@
 """TensorDict as a ``torch.utils._pytree`` node, so pytree tools and ``torch.func`` see
 its tensors.
 
-The children of a TensorDict are its tensors and sub-TensorDicts; the batch size, dim
-names, device and non-tensor entries travel in the context. Rebuilding follows the
-leaves:
+The children of a TensorDict are its tensors, those of its sub-TensorDicts (flattened
+into the same node: torch's pytree costs microseconds a node, and the parameters of a
+module nest a TensorDict per submodule; the key paths still name every level) and its
+other collections; the batch sizes, dim names, devices and non-tensor entries travel in
+the context. Rebuilding follows the leaves, TensorDict by TensorDict:
 
 * ``torch.vmap`` hands the function leaves without the mapped dim and re-stacks the
   outputs. The leaves then sit at another functorch level than when they were flattened,
@@ -60,11 +62,14 @@ class _Context:
     """What a flattened TensorDict needs to be rebuilt.
 
     ``probe``: (index among the subtree's tensor leaves, functorch level, shape) of the
-    leaf used to detect vmap entering or leaving.
+    leaf used to detect vmap entering or leaving. ``layout``: per child, its position in
+    the flat list of pytree children, or the context of a sub-TensorDict flattened into
+    that list (one pytree node per TensorDict tree: torch's pytree costs microseconds a
+    node, and a module's parameters nest a TensorDict per submodule).
     """
 
     __slots__ = ("cls", "keys", "batch_size", "names", "device", "non_tensor", "probe",
-                 "carrier")
+                 "carrier", "layout")
 
     def __init__(self, cls: type, keys: tuple[str, ...], batch_size: torch.Size,
                  names: tuple[str | None, ...] | None, device: torch.device | None,
@@ -72,10 +77,12 @@ class _Context:
         self.cls, self.keys, self.batch_size, self.names = cls, keys, batch_size, names
         self.device, self.non_tensor, self.probe = device, non_tensor, probe
         self.carrier = False  # the last child is the batch-size carrier, not an entry
+        self.layout: tuple[int | _Context, ...] = ()
 
     def _key(self) -> tuple[Any, ...]:
         return (self.cls, self.keys, len(self.batch_size), self.device,
-                tuple(key for key, _ in self.non_tensor), self.carrier)
+                tuple(key for key, _ in self.non_tensor), self.carrier,
+                tuple(None if part.__class__ is int else part._key() for part in self.layout))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Context) and self._key() == other._key()
@@ -171,7 +178,9 @@ def _flatten(td: Any) -> tuple[list[Any], _Context]:
                               tuple(non_tensor), (0, -1, None))
 
 
-def _flatten_td(td: Any) -> tuple[list[Any], _Context]:
+def _flatten_node(td: Any, flat: list[Any]) -> _Context:
+    """The context of ``td``, its children appended to ``flat`` (those of its dense
+    sub-TensorDicts in their place, each sub-TensorDict then a context of the layout)."""
     children, context = _flatten(td)
     probe = _probe(children)
     if probe[2] is None and (context.batch_size or not _no_functorch()) and _leafless(children):
@@ -180,13 +189,62 @@ def _flatten_td(td: Any) -> tuple[list[Any], _Context]:
         context.carrier = True
         probe = _probe(children)
     context.probe = probe
-    return children, context
+    layout: list[int | _Context] = []
+    for child in children:
+        if child.__class__ is classes.TensorDict:
+            layout.append(_flatten_node(child, flat))
+        else:
+            layout.append(len(flat))
+            flat.append(child)
+    context.layout = tuple(layout)
+    return context
+
+
+def _flatten_td(td: Any) -> tuple[list[Any], _Context]:
+    flat: list[Any] = []
+    return flat, _flatten_node(td, flat)
+
+
+class _EntryPath:
+    """The key path of a leaf of a sub-TensorDict flattened into its root's node: printed
+    and followed as the ``MappingKey`` of each level would be (``['n']['b']``)."""
+
+    __slots__ = ("keys",)
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.keys = keys
+
+    def __str__(self) -> str:
+        return "".join(f"[{key!r}]" for key in self.keys)
+
+    def __repr__(self) -> str:
+        return f"_EntryPath({self.keys!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _EntryPath) and other.keys == self.keys
+
+    def __hash__(self) -> int:
+        return hash(self.keys)
+
+    def get(self, mapping: Any) -> Any:
+        for key in self.keys:
+            mapping = mapping[key]
+        return mapping
 
 
 def _flatten_with_keys(td: Any) -> tuple[list[tuple[Any, Any]], _Context]:
-    children, context = _flatten_td(td)
-    keys = [*context.keys, "<batch size>"] if context.carrier else context.keys
-    return [(pytree.MappingKey(k), c) for k, c in zip(keys, children)], context
+    flat, context = _flatten_td(td)
+    paths: list[Any] = []
+
+    def name(node: _Context, prefix: tuple[str, ...]) -> None:
+        keys = [*node.keys, "<batch size>"] if node.carrier else node.keys
+        for key, part in zip(keys, node.layout):
+            if part.__class__ is _Context:
+                name(part, prefix + (key,))
+            else:
+                paths.append(_EntryPath(prefix + (key,)) if prefix else pytree.MappingKey(key))
+    name(context, ())
+    return list(zip(paths, flat)), context
 
 
 def _inserted_dim(new: torch.Size, old: torch.Size) -> int:
@@ -221,6 +279,19 @@ def _follow_vmap(leaf: _Tensor | None, context: _Context
     return torch.Size(batch_size), names
 
 
+def _all_fit(children: list[Any], batch_size: torch.Size) -> bool:
+    """Whether every tensor and tensor collection among ``children`` leads with
+    ``batch_size``."""
+    ndim = len(batch_size)
+    for child in children:
+        if isinstance(child, _Tensor):
+            if child.shape[:ndim] != batch_size:
+                return False
+        elif acts_as_tensordict(child) and child.batch_size[:ndim] != batch_size:
+            return False
+    return True
+
+
 def _fitting_size(children: list[Any], batch_size: torch.Size, leaf: _Tensor | None,
                   context: _Context) -> torch.Size:
     """``batch_size`` if every child fits it, else a batch size the children share.
@@ -230,11 +301,11 @@ def _fitting_size(children: list[Any], batch_size: torch.Size, leaf: _Tensor | N
     that are neither tensors nor TensorDicts (pytree tools rebuild the structure with
     placeholders, e.g. the ``in_dims`` of vmap) do not constrain the batch size.
     """
+    if _all_fit(children, batch_size):
+        return batch_size
     shapes = [c.shape if isinstance(c, _Tensor) else c.batch_size
               for c in children if isinstance(c, _Tensor) or acts_as_tensordict(c)]
     ndim = len(batch_size)
-    if all(s[:ndim] == batch_size for s in shapes):
-        return batch_size
     if leaf is not None and context.probe[2] is not None:
         features = len(context.probe[2]) - len(context.batch_size)
         ndim = max(min(ndim, leaf.dim() - features), 0)
@@ -275,14 +346,25 @@ def _fit_non_tensor(value: Any, batch_size: torch.Size) -> Any:
 
 
 def _unflatten(children: Any, context: _Context) -> Any:
-    children = list(children)
-    index = context.probe[0]
-    leaf = _first_tensor(children) if index == 0 else \
-        next(islice(_tensors(children), index, None), None)
-    batch_size, names = _follow_vmap(leaf, context)
-    fitted = _fitting_size(children, batch_size, leaf, context)
-    if fitted != batch_size:
-        batch_size, names = fitted, names if len(fitted) == len(batch_size) else None
+    flat = children if children.__class__ is list else list(children)
+    return _rebuild(flat, context, _no_functorch())
+
+
+def _rebuild(flat: list[Any], context: _Context, no_functorch: bool) -> Any:
+    """The TensorDict of ``context`` from the flat children (sub-TensorDicts first).
+    Outside functorch, of a node flattened outside it, whose children still fit its
+    batch size (a round trip, a ``tree_map`` keeping shapes), that batch size is kept."""
+    children = [_rebuild(flat, part, no_functorch) if part.__class__ is _Context else
+                flat[part] for part in context.layout]
+    batch_size, names = context.batch_size, context.names
+    if not (no_functorch and context.probe[1] == -1 and _all_fit(children, batch_size)):
+        index = context.probe[0]
+        leaf = _first_tensor(children) if index == 0 else \
+            next(islice(_tensors(children), index, None), None)
+        batch_size, names = _follow_vmap(leaf, context)
+        fitted = _fitting_size(children, batch_size, leaf, context)
+        if fitted != batch_size:
+            batch_size, names = fitted, names if len(fitted) == len(batch_size) else None
     entries = dict(zip(context.keys, children))  # zip drops the carrier
     for key, value in context.non_tensor:
         entries[key] = _fit_non_tensor(value, batch_size)
