@@ -55,6 +55,7 @@ from torch.utils import _pytree as pytree
 from tensordict._collection import acts_as_tensordict, classes, is_tensor_collection
 
 _functorch = torch._C._functorch
+NO_FIRST = object()  # (_probe's first leaf, not given)
 _Tensor = torch.Tensor
 
 
@@ -138,10 +139,12 @@ def _no_functorch() -> bool:
     return torch.compiler.is_compiling() or _functorch.peek_interpreter_stack() is None
 
 
-def _probe(children: list[Any]) -> tuple[int, int, Any]:
+def _probe(children: list[Any], first: Any = NO_FIRST) -> tuple[int, int, Any]:
     """(index, level, shape) of the leaf of highest functorch level; the level is at least
-    the current transform's, so a leaf made inside ``vmap`` counts as mapped on the way out."""
-    first = _first_tensor(children)
+    the current transform's, so a leaf made inside ``vmap`` counts as mapped on the way out.
+    ``first``: the first tensor leaf under ``children``, when the caller knows it."""
+    if first is NO_FIRST:
+        first = _first_tensor(children)
     if _no_functorch():  # no transform active: nothing wrapped
         return (0, -1, None if first is None else first.shape)
     current = _functorch.peek_interpreter_stack().level()
@@ -178,31 +181,40 @@ def _flatten(td: Any) -> tuple[list[Any], _Context]:
                               tuple(non_tensor), (0, -1, None))
 
 
-def _flatten_node(td: Any, flat: list[Any]) -> _Context:
-    """The context of ``td``, its children appended to ``flat`` (those of its dense
-    sub-TensorDicts in their place, each sub-TensorDict then a context of the layout)."""
+def _flatten_node(td: Any, flat: list[Any]) -> tuple[_Context, _Tensor | None]:
+    """The context of ``td`` and its first tensor leaf, its children appended to ``flat``
+    (those of its dense sub-TensorDicts in their place, each sub-TensorDict then a
+    context of the layout)."""
     children, context = _flatten(td)
-    probe = _probe(children)
-    if probe[2] is None and (context.batch_size or not _no_functorch()) and _leafless(children):
-        # no tensor leaf: a zero-size one carries the batch size (through vmap too)
-        children.append(torch.empty((*context.batch_size, 0), device=context.device))
-        context.carrier = True
-        probe = _probe(children)
-    context.probe = probe
     layout: list[int | _Context] = []
+    first = None
     for child in children:
         if child.__class__ is classes.TensorDict:
-            layout.append(_flatten_node(child, flat))
+            sub, sub_first = _flatten_node(child, flat)
+            layout.append(sub)
+            first = sub_first if first is None else first
         else:
             layout.append(len(flat))
             flat.append(child)
+            if first is None:
+                first = child if isinstance(child, _Tensor) else _first_tensor((child,))
+    probe = _probe(children, first)
+    if probe[2] is None and (context.batch_size or not _no_functorch()) and _leafless(children):
+        # no tensor leaf: a zero-size one carries the batch size (through vmap too)
+        carrier = torch.empty((*context.batch_size, 0), device=context.device)
+        children.append(carrier)
+        layout.append(len(flat))
+        flat.append(carrier)
+        context.carrier = True
+        probe = _probe(children, carrier)
+    context.probe = probe
     context.layout = tuple(layout)
-    return context
+    return context, first
 
 
 def _flatten_td(td: Any) -> tuple[list[Any], _Context]:
     flat: list[Any] = []
-    return flat, _flatten_node(td, flat)
+    return flat, _flatten_node(td, flat)[0]
 
 
 class _EntryPath:
