@@ -26,7 +26,12 @@ import torch
 from torch import nn
 
 from tensordict import LazyStackedTensorDict, TensorDict, tensorclass
-from tensordict.nn import TensorDictModule, TensorDictParams, TensorDictSequential
+from tensordict.nn import (
+    NormalParamExtractor,
+    TensorDictModule,
+    TensorDictParams,
+    TensorDictSequential,
+)
 
 Workload = Callable[[], Callable[[], object]]
 WORKLOADS: dict[str, Workload] = {}
@@ -602,6 +607,80 @@ if _torchrl_available():
         rb = ReplayBuffer(storage=LazyTensorStorage(100_000))
         steps = transition().expand(125, 8).reshape(-1).clone()
         return lambda: rb.extend(steps)
+
+    def _transitions(n: int, action_dim: int = 3) -> TensorDict:
+        """``n`` TorchRL transitions (a multiple of 8), actions in (-0.9, 0.9)."""
+        torch.manual_seed(0)
+        batch = transition().expand(n // 8, 8).reshape(-1).clone()
+        batch["action"] = torch.rand(n, action_dim) * 1.8 - 0.9
+        return batch
+
+    def _mlp(n_in: int, n_out: int) -> nn.Module:
+        from torchrl.modules import MLP
+
+        return MLP(in_features=n_in, out_features=n_out, num_cells=[64, 64])
+
+    def _tanh_normal_actor() -> nn.Module:
+        from torchrl.modules import ProbabilisticActor, TanhNormal
+
+        net = TensorDictModule(nn.Sequential(_mlp(11, 6), NormalParamExtractor()),
+                               in_keys=["observation"], out_keys=["loc", "scale"])
+        return ProbabilisticActor(net, in_keys=["loc", "scale"], distribution_class=TanhNormal,
+                                  return_log_prob=True)
+
+    @workload("torchrl DQNLoss on 256 transitions")
+    def _dqn_loss():
+        from torchrl.data import OneHot
+        from torchrl.modules import QValueActor
+        from torchrl.objectives import DQNLoss
+
+        batch = _transitions(256)
+        actor = QValueActor(_mlp(11, 4), in_keys=["observation"], spec=OneHot(4))
+        loss = DQNLoss(actor, action_space="one-hot", delay_value=True)
+        batch["action"] = nn.functional.one_hot(torch.randint(4, (256,)), 4)
+        return lambda: loss(batch)
+
+    @workload("torchrl ClipPPOLoss on 256 transitions")
+    def _ppo_loss():
+        from torchrl.modules import ValueOperator
+        from torchrl.objectives import ClipPPOLoss
+
+        batch = _transitions(256)
+        loss = ClipPPOLoss(_tanh_normal_actor(),
+                           ValueOperator(_mlp(11, 1), in_keys=["observation"]))
+        for key in ("action_log_prob", "sample_log_prob"):
+            batch[key] = torch.randn(256)
+        batch["advantage"], batch["value_target"] = torch.randn(256, 1), torch.randn(256, 1)
+        return lambda: loss(batch)
+
+    @workload("torchrl SACLoss (2 Q-networks, vmapped) on 256 transitions")
+    def _sac_loss():
+        from torchrl.modules import ValueOperator
+        from torchrl.objectives import SACLoss
+
+        class QValue(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.mlp = _mlp(14, 1)
+
+            def forward(self, observation: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+                return self.mlp(torch.cat([observation, action], -1))
+
+        batch = _transitions(256)
+        loss = SACLoss(_tanh_normal_actor(),
+                       ValueOperator(QValue(), in_keys=["observation", "action"]),
+                       target_entropy=-3.0)
+        return lambda: loss(batch)
+
+    @workload("torchrl GAE over 1,000 transitions")
+    def _gae():
+        from torchrl.modules import ValueOperator
+        from torchrl.objectives.value import GAE
+
+        batch = _transitions(1000)
+        gae = GAE(gamma=0.99, lmbda=0.95,
+                  value_network=ValueOperator(_mlp(11, 1), in_keys=["observation"]))
+        return lambda: gae(batch)
 
     @workload("torchrl 1000-step rollout (Pendulum, StepCounter, RewardSum)")
     def _rollout():
