@@ -219,7 +219,7 @@ def test_vmap_of_a_module_returning_a_tensordict_does_not_print_it():
 
 def test_a_tensordict_tree_is_one_pytree_node_with_nested_key_paths():
     # sub-TensorDicts are flattened into their root's node (torch's pytree costs per
-    # node); the key paths still name each level, as a node per level would
+    # node); a leaf's key path is its nested key, which key_get follows
     from torch.utils._pytree import key_get, keystr, tree_flatten_with_path
 
     td = TensorDict({"a": torch.zeros(2), "n": {"b": torch.ones(2, 3), "m": {"c": torch.ones(2)}},
@@ -228,7 +228,8 @@ def test_a_tensordict_tree_is_one_pytree_node_with_nested_key_paths():
     assert spec.num_children == 3 and all(child.is_leaf() for child in spec.children_specs)
     assert [leaf.shape for leaf in leaves] == [(2,), (2, 3), (2,)]
     paths, _ = tree_flatten_with_path(td)
-    assert [keystr(path) for path, _ in paths] == ["['a']", "['n']['b']", "['n']['m']['c']"]
+    assert [keystr(path) for path, _ in paths] == \
+        ["['a']", "[('n', 'b')]", "[('n', 'm', 'c')]"]
     assert all(key_get(td, path) is leaf for path, leaf in paths)
     rebuilt = tree_unflatten([leaf + 1 for leaf in leaves], spec)
     assert rebuilt["n"].batch_size == torch.Size([2]) and rebuilt["n", "m", "c"].eq(2).all()
@@ -236,3 +237,16 @@ def test_a_tensordict_tree_is_one_pytree_node_with_nested_key_paths():
     other = td.clone()
     other.rename_key_(("n", "m"), ("n", "x"))
     assert tree_flatten(other)[1] != spec  # the nested keys are part of the structure
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_export_names_nested_inputs_by_level(strict):
+    class AddNested(torch.nn.Module):
+        def forward(self, td):
+            return td["a"] + td["n", "m", "c"]
+
+    td = TensorDict({"a": torch.ones(2), "n": {"m": {"c": torch.ones(2)}}}, [2])
+    program = torch.export.export(AddNested(), (td,), strict=strict)
+    names = [spec.arg.name for spec in program.graph_signature.input_specs]
+    assert names == ["td_a", "td_n_m_c"]
+    assert torch.equal(program.module()(td), torch.full((2,), 2.0))

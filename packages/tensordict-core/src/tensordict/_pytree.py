@@ -3,7 +3,7 @@ its tensors.
 
 The children of a TensorDict are its tensors, those of its sub-TensorDicts (flattened
 into the same node: torch's pytree costs microseconds a node, and the parameters of a
-module nest a TensorDict per submodule; the key paths still name every level) and its
+module nest a TensorDict per submodule; a leaf's key path is its nested key) and its
 other collections; the batch sizes, dim names, devices and non-tensor entries travel in
 the context. Rebuilding follows the leaves, TensorDict by TensorDict:
 
@@ -217,31 +217,22 @@ def _flatten_td(td: Any) -> tuple[list[Any], _Context]:
     return flat, _flatten_node(td, flat)[0]
 
 
-class _EntryPath:
-    """The key path of a leaf of a sub-TensorDict flattened into its root's node: printed
-    and followed as the ``MappingKey`` of each level would be (``['n']['b']``)."""
+class _NestedPath(tuple):
+    """The nested key of a sub-TensorDict's leaf in its root's pytree node, printed
+    ``n_b``: ``torch.export`` names the input ``td_n_b``, as it would a node per level."""
 
-    __slots__ = ("keys",)
-
-    def __init__(self, keys: tuple[str, ...]) -> None:
-        self.keys = keys
+    __slots__ = ()
 
     def __str__(self) -> str:
-        return "".join(f"[{key!r}]" for key in self.keys)
+        return "_".join(self)
 
-    def __repr__(self) -> str:
-        return f"_EntryPath({self.keys!r})"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _EntryPath) and other.keys == self.keys
-
-    def __hash__(self) -> int:
-        return hash(self.keys)
+class _NestedKey(pytree.MappingKey):
+    """The ``MappingKey`` of a sub-TensorDict's leaf: ``key_get`` follows it as
+    ``td[("n", "b")]``."""
 
     def get(self, mapping: Any) -> Any:
-        for key in self.keys:
-            mapping = mapping[key]
-        return mapping
+        return mapping[tuple(self.key)]
 
 
 def _flatten_with_keys(td: Any) -> tuple[list[tuple[Any, Any]], _Context]:
@@ -254,7 +245,8 @@ def _flatten_with_keys(td: Any) -> tuple[list[tuple[Any, Any]], _Context]:
             if part.__class__ is _Context:
                 name(part, prefix + (key,))
             else:
-                paths.append(_EntryPath(prefix + (key,)) if prefix else pytree.MappingKey(key))
+                paths.append(_NestedKey(_NestedPath(prefix + (key,))) if prefix else
+                             pytree.MappingKey(key))
     name(context, ())
     return list(zip(paths, flat)), context
 
