@@ -55,7 +55,7 @@ from torch.utils import _pytree as pytree
 from tensordict._collection import acts_as_tensordict, classes, is_tensor_collection
 
 _functorch = torch._C._functorch
-NO_FIRST = object()  # (_probe's first leaf, not given)
+_NO_FIRST = object()  # (_probe's first leaf, not given)
 _Tensor = torch.Tensor
 
 
@@ -139,11 +139,11 @@ def _no_functorch() -> bool:
     return torch.compiler.is_compiling() or _functorch.peek_interpreter_stack() is None
 
 
-def _probe(children: list[Any], first: Any = NO_FIRST) -> tuple[int, int, Any]:
+def _probe(children: list[Any], first: Any = _NO_FIRST) -> tuple[int, int, Any]:
     """(index, level, shape) of the leaf of highest functorch level; the level is at least
     the current transform's, so a leaf made inside ``vmap`` counts as mapped on the way out.
     ``first``: the first tensor leaf under ``children``, when the caller knows it."""
-    if first is NO_FIRST:
+    if first is _NO_FIRST:
         first = _first_tensor(children)
     if _no_functorch():  # no transform active: nothing wrapped
         return (0, -1, None if first is None else first.shape)
