@@ -346,10 +346,11 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         ``generator`` if given."""
         if interaction_type is None:
             interaction_type = _INTERACTION.get() or self.default_interaction_type
+        args = (dist, interaction_type, self.n_empirical_estimate, self._sample_shape())
         if generator is None:  # the global generator: no state to swap
-            return draw(dist, interaction_type, self.n_empirical_estimate, self._sample_shape())
+            return draw(*args)
         with _use_generator(generator):
-            return draw(dist, interaction_type, self.n_empirical_estimate, self._sample_shape())
+            return draw(*args)
 
     def _resolve_generator(self, tensordict: TensorDictBase
                            ) -> tuple[torch.Generator | None,
