@@ -16,7 +16,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from tensordict import _nontensor_methods, _pytree
+from tensordict import _nontensor_methods, _pytree, _vmap
 from tensordict import plugins as _plugins
 from tensordict._base import (
     TensorCollection,
@@ -77,6 +77,7 @@ from tensordict.plugins import hookimpl
 fromkeys = TensorDict.fromkeys
 
 _pytree.register_nodes()  # torch.func and pytree tools see the tensors of TensorDicts
+_vmap.wrap_functorch_steps()  # vmap takes a plain TensorDict as one unit
 _nontensor_methods.install()  # NonTensorData gets the TensorDict methods it lacks
 register_default_collate()  # a DataLoader without collate_fn stacks TensorDicts
 _plugins.install_subpackage_finder()

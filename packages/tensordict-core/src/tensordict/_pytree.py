@@ -20,11 +20,12 @@ more: a zero-size tensor of shape ``batch_size + (0,)`` that carries the batch s
 ``vmap`` has a tensor to map over (``vmap(f)(TensorDict(batch_size=[4]))`` calls ``f`` on a
 batch of ``[]``); it is dropped on rebuilding.
 
-Functorch is left as it is but for its output step, which is wrapped to say which vmap
-level is being left (so leaves made inside ``vmap`` without the mapped dim count as mapped:
-vmap expands them) and to read ``out_dims=(d,)`` as ``d`` when the function returns one
-TensorDict, as torch reads it for one tensor. Inside ``torch.compile`` dynamo cannot call
-functorch's introspection functions, so there only the leaves' shapes guide the rebuilt batch size.
+Functorch's steps are wrapped by :mod:`tensordict._vmap`, which takes a plain TensorDict
+through ``vmap`` as one unit (this route serves the others), and whose output step says
+which vmap level is being left (so leaves made inside ``vmap`` without the mapped dim
+count as mapped: vmap expands them). Inside ``torch.compile`` dynamo cannot call
+functorch's introspection functions, so there only the leaves' shapes guide the rebuilt
+batch size.
 
 A ``LazyStackedTensorDict`` is flattened into its TensorDicts: ``vmap`` can return lazy
 stacks (the mapped dim is put before the stack dim) and take them with ``in_dims=None``,
@@ -43,19 +44,17 @@ Example:
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any
 
 import torch
-from torch._functorch import vmap as _vmap_impl
 from torch.utils import _pytree as pytree
 
-from tensordict._collection import acts_as_tensordict, classes, is_tensor_collection
+from tensordict._collection import acts_as_tensordict, classes
+from tensordict._vmap import LEAVING
 
 _functorch = torch._C._functorch
-_NO_FIRST = object()  # (_probe's first leaf, not given)
 _Tensor = torch.Tensor
 
 
@@ -74,9 +73,10 @@ class _Context:
 
     def __init__(self, cls: type, keys: tuple[str, ...], batch_size: torch.Size,
                  names: tuple[str | None, ...] | None, device: torch.device | None,
-                 non_tensor: tuple[tuple[str, Any], ...], probe: tuple[int, int, Any]) -> None:
+                 non_tensor: tuple[tuple[str, Any], ...]) -> None:
         self.cls, self.keys, self.batch_size, self.names = cls, keys, batch_size, names
-        self.device, self.non_tensor, self.probe = device, non_tensor, probe
+        self.device, self.non_tensor = device, non_tensor
+        self.probe: tuple[int, int, Any] = (0, -1, None)
         self.carrier = False  # the last child is the batch-size carrier, not an entry
         self.layout: tuple[int | _Context, ...] = ()
 
@@ -139,14 +139,10 @@ def _no_functorch() -> bool:
     return torch.compiler.is_compiling() or _functorch.peek_interpreter_stack() is None
 
 
-def _probe(children: list[Any], first: Any = _NO_FIRST) -> tuple[int, int, Any]:
-    """(index, level, shape) of the leaf of highest functorch level; the level is at least
-    the current transform's, so a leaf made inside ``vmap`` counts as mapped on the way out.
-    ``first``: the first tensor leaf under ``children``, when the caller knows it."""
-    if first is _NO_FIRST:
-        first = _first_tensor(children)
-    if _no_functorch():  # no transform active: nothing wrapped
-        return (0, -1, None if first is None else first.shape)
+def _probe(children: list[Any], first: _Tensor | None) -> tuple[int, int, Any]:
+    """(index, level, shape) of the leaf of highest functorch level, inside a transform;
+    the level is at least the current transform's, so a leaf made inside ``vmap`` counts
+    as mapped on the way out. ``first``: the first tensor leaf under ``children``."""
     current = _functorch.peek_interpreter_stack().level()
     if first is not None and _functorch.maybe_get_level(first) >= current:
         return (0, current, first.shape)  # no live leaf is above the current level
@@ -160,61 +156,70 @@ def _probe(children: list[Any], first: Any = _NO_FIRST) -> tuple[int, int, Any]:
     return best[0], max(best[1], current), best[2]
 
 
-def _flatten(td: Any) -> tuple[list[Any], _Context]:
+def _flatten_node(td: Any, flat: list[Any], outside: bool
+                  ) -> tuple[_Context, _Tensor | None, bool]:
+    """The context of ``td``, its first tensor leaf and whether any pytree leaf is under it
+    (a tensor, or a placeholder that pytree tools put in a rebuilt structure, like vmap's
+    ``in_dims``); its children are appended to ``flat`` (those of its dense
+    sub-TensorDicts in their place, each sub-TensorDict then a context of the layout).
+    ``outside``: no functorch transform is active."""
     keys: list[str] = []
     children: list[Any] = []
-    non_tensor: list[tuple[str, Any]] = []
-    dense = td.__class__ is classes.TensorDict
-    entries = td._tensordict.items() if dense else \
-        ((key, td._get_str(key)) for key in td._keys_str())
-    for key, value in entries:
-        if value.__class__ is not _Tensor and getattr(value, "_is_non_tensor", False):
-            non_tensor.append((key, value))
-        else:
-            keys.append(key)
-            children.append(value)
-    if dense:
-        return children, _Context(classes.TensorDict, tuple(keys), td._batch_size, td._names,
-                                  td._device, tuple(non_tensor), (0, -1, None))
-    names = td._names if hasattr(td, "_names") else None
-    return children, _Context(type(td), tuple(keys), td.batch_size, names, td.device,
-                              tuple(non_tensor), (0, -1, None))
-
-
-def _flatten_node(td: Any, flat: list[Any]) -> tuple[_Context, _Tensor | None]:
-    """The context of ``td`` and its first tensor leaf, its children appended to ``flat``
-    (those of its dense sub-TensorDicts in their place, each sub-TensorDict then a
-    context of the layout)."""
-    children, context = _flatten(td)
     layout: list[int | _Context] = []
+    non_tensor: list[tuple[str, Any]] = []
     first = None
-    for child in children:
-        if child.__class__ is classes.TensorDict:
-            sub, sub_first = _flatten_node(child, flat)
+    leafy = False
+    dense = td.__class__ is classes.TensorDict
+    for key, value in (td._tensordict.items() if dense else
+                       ((key, td._get_str(key)) for key in td._keys_str())):
+        if value.__class__ is classes.TensorDict:
+            sub, sub_first, sub_leafy = _flatten_node(value, flat, outside)
             layout.append(sub)
             first = sub_first if first is None else first
-        else:
+            leafy = leafy or sub_leafy
+        elif isinstance(value, _Tensor):
             layout.append(len(flat))
-            flat.append(child)
-            if first is None:
-                first = child if isinstance(child, _Tensor) else _first_tensor((child,))
-    probe = _probe(children, first)
-    if probe[2] is None and (context.batch_size or not _no_functorch()) and _leafless(children):
+            flat.append(value)
+            first = value if first is None else first
+            leafy = True
+        elif getattr(value, "_is_non_tensor", False):
+            non_tensor.append((key, value))
+            continue
+        else:  # another tensor collection (a pytree node of its own), or a placeholder
+            layout.append(len(flat))
+            flat.append(value)
+            if acts_as_tensordict(value):
+                first = _first_tensor((value,)) if first is None else first
+                leafy = leafy or not _leafless((value,))
+            else:
+                leafy = True
+        keys.append(key)
+        children.append(value)
+    if dense:
+        context = _Context(classes.TensorDict, tuple(keys), td._batch_size, td._names,
+                           td._device, tuple(non_tensor))
+    else:
+        context = _Context(type(td), tuple(keys), td.batch_size,
+                           td._names if hasattr(td, "_names") else None, td.device,
+                           tuple(non_tensor))
+    if not leafy and (context.batch_size or not outside):
         # no tensor leaf: a zero-size one carries the batch size (through vmap too)
         carrier = torch.empty((*context.batch_size, 0), device=context.device)
         children.append(carrier)
         layout.append(len(flat))
         flat.append(carrier)
         context.carrier = True
-        probe = _probe(children, carrier)
-    context.probe = probe
+        context.probe = (0, -1, carrier.shape) if outside else _probe(children, carrier)
+    else:
+        context.probe = (0, -1, None if first is None else first.shape) if outside else \
+            _probe(children, first)
     context.layout = tuple(layout)
-    return context, first
+    return context, first, leafy
 
 
 def _flatten_td(td: Any) -> tuple[list[Any], _Context]:
     flat: list[Any] = []
-    return flat, _flatten_node(td, flat)[0]
+    return flat, _flatten_node(td, flat, _no_functorch())[0]
 
 
 class _NestedPath(tuple):
@@ -267,7 +272,7 @@ def _follow_vmap(leaf: _Tensor | None, context: _Context
     if leaf is None or shape is None or torch.compiler.is_compiling():
         return batch_size, names
     current = _functorch.maybe_get_level(leaf)
-    if _LEAVING and _LEAVING[-1] == level:  # unwrapped by vmap: its leaves left the level
+    if LEAVING and LEAVING[-1] == level:  # unwrapped by vmap: its leaves left the level
         current = -1
     ndim = len(batch_size)
     if current > level and _functorch.is_batchedtensor(leaf):
@@ -354,14 +359,28 @@ def _unflatten(children: Any, context: _Context) -> Any:
     return _rebuild(flat, context, _no_functorch())
 
 
-def _rebuild(flat: list[Any], context: _Context, no_functorch: bool) -> Any:
+def _rebuild(flat: list[Any], context: _Context, outside: bool) -> Any:
     """The TensorDict of ``context`` from the flat children (sub-TensorDicts first).
     Outside functorch, of a node flattened outside it, whose children still fit its
     batch size (a round trip, a ``tree_map`` keeping shapes), that batch size is kept."""
-    children = [_rebuild(flat, part, no_functorch) if part.__class__ is _Context else
-                flat[part] for part in context.layout]
     batch_size, names = context.batch_size, context.names
-    if not (no_functorch and context.probe[1] == -1 and _all_fit(children, batch_size)):
+    ndim = len(batch_size)
+    keep = outside and context.probe[1] == -1
+    children = []
+    for part in context.layout:
+        if part.__class__ is _Context:
+            child = _rebuild(flat, part, outside)
+            if keep and child._batch_size is not part.batch_size:  # (kept: it still fits)
+                keep = child._batch_size[:ndim] == batch_size
+        else:
+            child = flat[part]
+            if keep and ndim:
+                if isinstance(child, _Tensor):
+                    keep = child.shape[:ndim] == batch_size
+                elif acts_as_tensordict(child):
+                    keep = child.batch_size[:ndim] == batch_size
+        children.append(child)
+    if not keep:
         index = context.probe[0]
         leaf = _first_tensor(children) if index == 0 else \
             next(islice(_tensors(children), index, None), None)
@@ -396,47 +415,6 @@ def _unflatten_lazy(children: Any, context: tuple[int, torch.Size]) -> Any:
     if grown is not None and _inserted_dim(grown, part_size) <= stack_dim:
         stack_dim += 1
     return classes.LazyStackedTensorDict(*children, stack_dim=stack_dim)
-
-
-_LEAVING: list[int] = []  # the vmap levels being unwrapped (innermost last)
-
-
-class _NamedByClass:
-    """Stands for vmap's function in its output step, which names the function (for its
-    error messages only) once per output tensor: by ``repr`` when it has no ``__name__``,
-    tens of microseconds for a module, per leaf of a TensorDict it returns. This one is
-    named by the function's class: ``vmap(TensorDictModule(), ...)``."""
-
-    __slots__ = ("__name__",)
-
-    def __init__(self, func: Any) -> None:
-        self.__name__ = f"{type(func).__name__}()"
-
-
-def _one_collection_out_dims(unwrap: Callable[..., Any]) -> Callable[..., Any]:
-    """``out_dims=(d,)`` taken as ``d`` when the output is one tensor collection, as torch
-    takes it for one tensor (TorchRL's ``VmapModule`` passes a tuple); a function without
-    a ``__name__`` (a module) is named by its class (see :class:`_NamedByClass`)."""
-
-    @functools.wraps(unwrap)
-    def unwrap_batched(outputs: Any, out_dims: Any, vmap_level: int, *args: Any,
-                       **kwargs: Any) -> Any:
-        if out_dims.__class__ is tuple and len(out_dims) == 1 and is_tensor_collection(outputs):
-            out_dims = out_dims[0]
-        if len(args) == 2 and not hasattr(args[1], "__name__"):  # (batch_size, func)
-            args = (args[0], _NamedByClass(args[1]))
-        _LEAVING.append(vmap_level)
-        try:
-            return unwrap(outputs, out_dims, vmap_level, *args, **kwargs)
-        finally:
-            _LEAVING.pop()
-
-    unwrap_batched.__wrapped_for_collections__ = True  # type: ignore[attr-defined]
-    return unwrap_batched
-
-
-if not hasattr(_vmap_impl._unwrap_batched, "__wrapped_for_collections__"):
-    _vmap_impl._unwrap_batched = _one_collection_out_dims(_vmap_impl._unwrap_batched)
 
 
 def register_lazy_stack(cls: type) -> None:
