@@ -421,6 +421,27 @@ def _sequential():
     return lambda: seq(td)
 
 
+@workload("vmap a module over 2 stacked copies of its params (an ensemble)")
+def _vmap_params():
+    module = TensorDictModule(
+        nn.Sequential(nn.Linear(14, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(),
+                      nn.Linear(64, 1)), in_keys=["x"], out_keys=["q"])
+    params = torch.stack([TensorDict.from_module(module)] * 2).clone()
+    td = TensorDict(x=torch.randn(256, 14), batch_size=[256])
+
+    def call(data: TensorDict, p: TensorDict) -> TensorDict:
+        with p.to_module(module):
+            return module(data)
+    return partial(torch.vmap(call, (None, 0)), td, params)
+
+
+@workload("vmap a module over a TensorDict's first batch dim")
+def _vmap_data():
+    module = TensorDictModule(nn.Linear(11, 1), in_keys=["x"], out_keys=["v"])
+    td = TensorDict(x=torch.randn(2, 100, 11), batch_size=[2, 100])
+    return partial(torch.vmap(module, (0,)), td)
+
+
 # -- tensorclass ---------------------------------------------------------------------------------
 @tensorclass
 class Pair:

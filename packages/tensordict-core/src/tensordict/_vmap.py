@@ -92,6 +92,21 @@ def _leave(td: Any, out_dim: int, level: int, size: int) -> Any:
         NO_DEFAULT, False)
 
 
+_STAND_INS: dict[tuple[torch.Size, int], _Tensor] = {}
+
+
+def _stand_in(batch_size: torch.Size, index: int) -> _Tensor:
+    """A meta tensor of shape ``batch_size``, the same for each ``(batch_size, index)``
+    (``index``: which TensorDict of the call it stands for, so that each has its own)."""
+    try:
+        return _STAND_INS[batch_size, index]
+    except KeyError:
+        if len(_STAND_INS) > 256:
+            _STAND_INS.clear()
+        stand_in = _STAND_INS[batch_size, index] = torch.empty(batch_size, device="meta")
+        return stand_in
+
+
 def _process_whole(process: Callable[..., Any]) -> Callable[..., Any]:
     """The input step with each plain TensorDict argument whose ``in_dims`` entry is None
     or one of its batch dims standing as one tensor of its batch shape."""
@@ -109,7 +124,7 @@ def _process_whole(process: Callable[..., Any]) -> Callable[..., Any]:
                 ndim = len(arg._batch_size)
                 if (dim is None or (dim.__class__ is int and -ndim <= dim < ndim)) \
                         and _plain(arg):
-                    stand_in = torch.empty(arg._batch_size, device="meta")
+                    stand_in = _stand_in(arg._batch_size, len(stand_ins))
                     if not stand_ins:
                         args = list(args)
                     args[position] = stand_in
