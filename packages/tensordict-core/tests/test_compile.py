@@ -4,17 +4,18 @@ What compiles with ``fullgraph=True`` (checked here, with dynamo's counters): bu
 TensorDict (nested, from a dict or filled key by key), ``get``/``set``/``td[key] = v``,
 ``apply``, arithmetic, indexing (ints, slices, index tensors), ``torch.stack``/``cat``,
 ``update``, ``clone``, ``to(dtype)``, ``unbind``, ``reshape``, ``select``/``exclude``,
-``flatten_keys``, ``lock_``/``unlock_``, pytree ``tree_map``, ``state_dict`` and
-``with params.to_module(module):``. Writing a new key does not recompile: dynamo guards on
-the keys of the TensorDicts passed in, so a call with other keys compiles once more.
+``flatten_keys``, ``lock_``/``unlock_``, pytree ``tree_map``, ``state_dict``,
+``with params.to_module(module):`` and ``torch.vmap`` over a plain TensorDict. Writing a
+new key does not recompile: dynamo guards on the keys of the TensorDicts passed in, so a
+call with other keys compiles once more.
 
 What does not: ``td.all()``/``td.any()`` (and ``==`` followed by them) return Python
 bools, a data-dependent value that breaks the graph, as ``bool(tensor)`` does; boolean
 mask indexing breaks it as it does for a tensor (unless
 ``torch._dynamo.config.capture_dynamic_output_shape_ops`` is set). Inside a
-compiled function, ``vmap`` rebuilds TensorDicts from the leaves' shapes only (dynamo
-cannot trace functorch's introspection functions); ``to_module`` there does not wrap
-plain tensors in ``nn.Parameter``.
+compiled function, ``vmap`` rebuilds other collections (with non-tensor data, lazy
+stacks) from the leaves' shapes only (dynamo cannot trace functorch's introspection
+functions); ``to_module`` there does not wrap plain tensors in ``nn.Parameter``.
 """
 
 import pytest
@@ -158,3 +159,21 @@ def test_inductor_compiles_arithmetic_and_apply():
 
     td, _ = _inputs()
     _same(torch.compile(fn, fullgraph=True)(td), fn(td))
+
+
+def test_vmap_over_a_plain_tensordict_compiles_whole_and_keeps_its_batch_dims():
+    td = TensorDict({"a": torch.randn(3, 4), "n": {"b": torch.randn(3, 4, 2)}}, [3, 4])
+    module = nn.Linear(2, 1)
+    params = torch.stack([TensorDict.from_module(module)] * 3).clone()
+
+    def f(t, p):
+        def call(t, p):
+            with p.to_module(module):
+                return t.set("o", module(t["n", "b"]))
+        return torch.vmap(call, (0, 0))(t, p)
+
+    counter = CompileCounter()
+    out = torch.compile(f, backend=counter, fullgraph=True)(td, params)
+    assert counter.frame_count == 1
+    assert out.batch_size == torch.Size([3, 4]) and out["n"].batch_size == torch.Size([3, 4])
+    assert torch.allclose(out["o"], f(td, params)["o"])

@@ -17,11 +17,13 @@ mapped over one of its batch dims, or not mapped, goes as one unit:
   back in one traversal, the batch size gaining it.
 
 Everything else (non-tensor data, lazy stacks, tensorclasses, ``in_dims`` given per leaf,
-dims past the batch dims, ``torch.compile``) takes the pytree route, which gives the same
-results. The output step also says which vmap level is being left (so the pytree route
-counts leaves made inside ``vmap`` without the mapped dim as mapped), reads
-``out_dims=(d,)`` as ``d`` when the function returns one TensorDict, as torch reads it for
-one tensor, and names a function without ``__name__`` by its class.
+dims past the batch dims) takes the pytree route, which gives the same results. Dynamo
+traces the one-unit route too, so inside ``torch.compile`` a plain TensorDict keeps its
+batch dims (the pytree route there can only follow the leaves' shapes). The output step
+also says which vmap level is being left (so the pytree route counts leaves made inside
+``vmap`` without the mapped dim as mapped), reads ``out_dims=(d,)`` as ``d`` when the
+function returns one TensorDict, as torch reads it for one tensor, and names a function
+without ``__name__`` by its class.
 
 Example:
     >>> import torch
@@ -45,7 +47,6 @@ from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._unbatched import UnbatchedTensor
 
 _Tensor = torch.Tensor
-_is_compiling = torch.compiler.is_compiling
 
 #: the vmap levels being unwrapped (innermost last), for the pytree route's rebuild
 LEAVING: list[int] = []
@@ -97,7 +98,10 @@ _STAND_INS: dict[tuple[torch.Size, int], _Tensor] = {}
 
 def _stand_in(batch_size: torch.Size, index: int) -> _Tensor:
     """A meta tensor of shape ``batch_size``, the same for each ``(batch_size, index)``
-    (``index``: which TensorDict of the call it stands for, so that each has its own)."""
+    (``index``: which TensorDict of the call it stands for, so that each has its own);
+    a new one while compiling (dynamo would guard on the cache's keys)."""
+    if torch.compiler.is_compiling():
+        return torch.empty(batch_size, device="meta")
     try:
         return _STAND_INS[batch_size, index]
     except KeyError:
@@ -113,8 +117,6 @@ def _process_whole(process: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(process)
     def process_batched_inputs(in_dims: Any, args: tuple[Any, ...], func: Any) -> Any:
-        if _is_compiling():
-            return process(in_dims, args, func)
         dims = in_dims if in_dims.__class__ is tuple else (in_dims,) * len(args)
         stand_ins: list[tuple[_Tensor, Any]] = []
         if len(dims) == len(args):
@@ -183,7 +185,7 @@ def _unwrap_whole(unwrap: Callable[..., Any]) -> Callable[..., Any]:
         if out_dims.__class__ is tuple and len(out_dims) == 1 and is_tensor_collection(outputs):
             out_dims = out_dims[0]
         if outputs.__class__ is classes.TensorDict and out_dims.__class__ is int and \
-                0 <= out_dims <= len(outputs._batch_size) and not _is_compiling() and \
+                0 <= out_dims <= len(outputs._batch_size) and \
                 _plain(outputs):
             return _leave(outputs, out_dims, vmap_level, batch_size)
         if not hasattr(func, "__name__"):
