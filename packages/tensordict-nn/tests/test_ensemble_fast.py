@@ -1,5 +1,7 @@
-"""EnsembleModule: plain TensorDicts go through vmap as lists of tensors; everything else
-takes the TensorDict pytree path. Both must give the same results."""
+"""EnsembleModule: the parameters (and a plain input) go through vmap as plain
+TensorDicts, which vmap takes as one unit (tensordict._vmap); the TensorDictParams and
+inputs with non-tensor data or names take the pytree route. Both must give the same
+results."""
 
 from __future__ import annotations
 
@@ -7,9 +9,10 @@ import pytest
 import torch
 from torch import nn
 
-from tensordict import TensorDict
+from tensordict import TensorDict, _vmap
 from tensordict.nn import EnsembleModule, TensorDictModule, TensorDictSequential
-from tensordict.nn.ensemble import _flatten, _rebuild
+
+_PLAIN = _vmap._plain
 
 
 def _generic(ens: EnsembleModule, td: TensorDict) -> TensorDict:
@@ -28,31 +31,25 @@ def _same(got: TensorDict, want: TensorDict) -> None:
         torch.testing.assert_close(got[key], want[key])
 
 
-def test_flatten_rebuild_roundtrip() -> None:
-    td = TensorDict(a=torch.zeros(2, 3), n={"b": torch.ones(2, 4, 1)}, batch_size=[2])
-    td["n"].batch_size = [2, 4]
-    leaves: list[torch.Tensor] = []
-    structure = _flatten(td, leaves)
-    assert [leaf.shape for leaf in leaves] == [torch.Size([2, 3]), torch.Size([2, 4, 1])]
-    back = _rebuild(structure, iter(leaves), (), 0)
-    assert back["n"].batch_size == torch.Size([2, 4])
-    assert back["a"] is td["a"] and back["n", "b"] is td["n", "b"]
-    grown = _rebuild(structure, iter(leaves), (5,), 1)
-    assert grown.batch_size == torch.Size([5]) and grown["n"].batch_size == torch.Size([5, 4])
+def test_the_parameters_go_through_vmap_as_one_unit(monkeypatch) -> None:
+    checked = []
+
+    def plain(td):
+        checked.append((td, _PLAIN(td)))
+        return checked[-1][1]
+
+    monkeypatch.setattr(_vmap, "_plain", plain)
+    ens = EnsembleModule(TensorDictModule(nn.Linear(3, 2), in_keys=["x"], out_keys=["y"]), 2)
+    ens(TensorDict(x=torch.randn(4, 3), batch_size=[4]))
+    assert any(td is ens.params_td._param_td and ok for td, ok in checked)
 
 
-def test_flatten_refuses_what_it_cannot_rebuild() -> None:
-    td = TensorDict(a=torch.zeros(2), batch_size=[2])
-    td["v"] = TensorDict(b=torch.zeros(2), batch_size=[2], names=["x"])  # dim names
-    assert _flatten(td, []) is None
-    assert _flatten(TensorDict(a=torch.zeros(2), batch_size=[2], names=["x"]), []) is None
-
-
-def test_flatten_carries_non_tensor_entries() -> None:
-    td = TensorDict(a=torch.zeros(2), v="text", batch_size=[2])
-    leaves = []
-    structure = _flatten(td, leaves)
-    assert len(leaves) == 1 and dict(structure[0])["v"].data == "text"
+def test_non_tensor_input_takes_the_pytree_route() -> None:
+    ens = EnsembleModule(TensorDictModule(nn.Linear(3, 2), in_keys=["x"], out_keys=["y"]), 2)
+    td = TensorDict(x=torch.randn(4, 3), v="text", batch_size=[4])
+    out = ens(td)
+    _same(out.exclude("v"), _generic(ens, td).exclude("v"))
+    assert out["v"] == "text" and out.batch_size == torch.Size([2, 4])
 
 
 def test_fast_path_matches_generic_nested() -> None:
