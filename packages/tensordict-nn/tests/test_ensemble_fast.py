@@ -44,7 +44,7 @@ def test_the_parameters_go_through_vmap_as_one_unit(monkeypatch) -> None:
     assert any(td is ens.params_td._param_td and ok for td, ok in checked)
 
 
-def test_non_tensor_input_takes_the_pytree_route() -> None:
+def test_non_tensor_input_matches_the_pytree_route() -> None:
     ens = EnsembleModule(TensorDictModule(nn.Linear(3, 2), in_keys=["x"], out_keys=["y"]), 2)
     td = TensorDict(x=torch.randn(4, 3), v="text", batch_size=[4])
     out = ens(td)
