@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
+from tensordict._last_op import made_by
 from tensordict._moves import adopt, move, parse_to_args, pinned
 from tensordict._plan import any_requires_grad
 from tensordict._pointwise import caster, clone_at_once, map_dense
@@ -56,7 +57,9 @@ class DeviceMixin:
         A ``None`` device moves nothing; with neither a device nor a dtype, or only the
         device it is on, the TensorDict itself is returned (its batch size set in place if
         ``batch_size`` is given). Otherwise the result of a locked TensorDict is locked.
-        Leaves already on the device (of the dtype) are kept, not copied.
+        Leaves already on the device (of the dtype) are kept, not copied. Leaving
+        ``with td.to(...) as moved:`` writes ``moved`` back (each leaf on its original
+        device and dtype; new keys as they are).
 
         >>> td = TensorDict(a=torch.zeros(2), batch_size=[2])
         >>> td.to(None) is td, td.to(batch_size=[]) is td, td.batch_size
@@ -79,8 +82,10 @@ class DeviceMixin:
             out = self if dtype is None else _cast(self, dtype, None)
         else:
             out = move(self, device, dtype, non_blocking)
-        if out is not self and self.is_locked:  # as upstream
-            out.lock_()
+        if out is not self:
+            if self.is_locked:  # as upstream
+                out.lock_()
+            made_by(out, "to", args, kwargs, self)
         if batch_size is not None:
             out.batch_size = batch_size
         return out

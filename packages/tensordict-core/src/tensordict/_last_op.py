@@ -4,6 +4,11 @@
 (*args, **kwargs)`` (possibly modified since), applies the inverse op and writes it back
 into ``original`` (in place when ``original`` is locked), then returns ``original``.
 
+Each of these ops remembers on its result how it was made (:func:`made_by`, one small
+tuple), so that leaving ``with original.<name>(...) as result:`` writes ``result`` back
+(:func:`write_back`): its new values and new keys land in ``original``; keys deleted from
+``result`` stay; nothing is written when the block raises.
+
 Example:
     >>> import torch
     >>> from tensordict import TensorDict
@@ -17,12 +22,48 @@ Example:
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 _Reverse = Callable[[Any, Sequence[Any], dict[str, Any], Any], Any]
+
+#: How a result was made: ``(op name, args, kwargs or None, weak reference to the
+#: original)``; a plain tuple, told apart from the lock actions of an exit stack by its
+#: class.
+OpRecord = tuple[str, tuple[Any, ...], "dict[str, Any] | None", "weakref.ref[Any]"]
+
+
+def made_by(result: Any, op: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None,
+            original: Any) -> Any:
+    """Remember on ``result`` that it is ``original.<op>(*args, **kwargs)`` (``op`` one of
+    :data:`LAST_OP_MAPS`), for ``with`` to write it back; returns ``result``.
+
+    The record replaces whatever ``result``'s exit stack held (the ``lock_`` of a result
+    locked like its original is no exit of the caller's). It keeps ``original`` only
+    weakly: a result does not keep the collection it came from alive. A result that is
+    ``original`` itself was written in place: nothing is recorded.
+
+    >>> td = TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3])
+    >>> with td.flatten(0, 1) as flat:
+    ...     flat["b"] = torch.ones(6)
+    >>> td["b"].shape
+    torch.Size([2, 3])
+    """
+    if result is not original and hasattr(result, "_exit_stack"):
+        result._exit_stack = [(op, args, kwargs, weakref.ref(original))]
+    return result
+
+
+def write_back(result: Any, record: OpRecord) -> None:
+    """Write ``result`` back into the original it was made from (see :func:`made_by`)
+    through the inverse op; nothing when that original is gone."""
+    op, args, kwargs, original_ref = record
+    original = original_ref()
+    if original is not None:
+        LAST_OP_MAPS[op](result, args, kwargs or {}, original)
 
 
 def _write_back(out: Any, value: Any) -> Any:

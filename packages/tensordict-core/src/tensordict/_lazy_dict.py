@@ -33,6 +33,7 @@ from tensordict._collection import (
     is_tensor_collection,
     is_tensorclass,
 )
+from tensordict._last_op import made_by
 from tensordict._masked import check_mask
 from tensordict._nested_key import NestedKey
 from tensordict._options import get_printoptions
@@ -165,13 +166,15 @@ class LazyDictMixin:
         """Nested entries of every part as top-level keys joined with ``separator``."""
         if inplace:
             return self._each_("flatten_keys", separator, inplace=True, is_leaf=is_leaf)
-        return self._each("flatten_keys", separator, is_leaf=is_leaf)
+        out = self._each("flatten_keys", separator, is_leaf=is_leaf)
+        return made_by(out, "flatten_keys", (separator,), None, self)
 
     def unflatten_keys(self, separator: str = KEY_SEPARATOR, inplace: bool = False) -> Any:
         """Keys of every part containing ``separator`` split into nested entries."""
         if inplace:
             return self._each_("unflatten_keys", separator, inplace=True)
-        return self._each("unflatten_keys", separator)
+        return made_by(self._each("unflatten_keys", separator), "unflatten_keys",
+                       (separator,), None, self)
 
     def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT,
               names: Any = None) -> Any:

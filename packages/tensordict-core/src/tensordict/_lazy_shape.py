@@ -7,7 +7,8 @@ stack dim moves with them: ``unsqueeze``, ``squeeze``, ``permute`` / ``transpose
 stacks of views of the parts, keep the dim names, and cost one op per part instead of one
 index per batch element. Stacks with ragged dims (``-1``, see :mod:`tensordict._ragged`)
 go the same way; what their parts cannot follow raises a :class:`RaggedShapeError`. Other
-shape ops take the general path (:mod:`tensordict._lazy_ops`).
+shape ops take the general path (:mod:`tensordict._lazy_ops`). As on a TensorDict, each op
+records on its result how to undo it, for ``with`` (see :mod:`tensordict._last_op`).
 
 Example:
     >>> import torch
@@ -28,6 +29,7 @@ from typing import Any
 import torch
 
 from tensordict import errors
+from tensordict._last_op import made_by
 from tensordict._ragged import RaggedShapeError, check_not_ragged_dim
 from tensordict._shape_ops import _shape_args, _split_sizes, batch_dim, permutation
 
@@ -82,13 +84,13 @@ class LazyShapeMixin:
         size = self.batch_size
         if -1 not in size:
             if not kwargs and _to_one_dim(shape, size):
-                return self.flatten()
+                return self._flatten(0, -1)
             return super().reshape(*shape, **kwargs)
         new = _ragged_shape(shape, size)
         if new == list(size):
             return self
         if new == [-1]:
-            return self.flatten()
+            return self._flatten(0, -1)
         lead = len(new) - len(size)
         if lead > 0 and new == [1] * lead + list(size):
             out = self
@@ -112,7 +114,7 @@ class LazyShapeMixin:
             return super().view(*shape, **kwargs)
         if -1 not in size:
             if not kwargs and _to_one_dim(shape, size):
-                return self.flatten()
+                return made_by(self._flatten(0, -1), "view", shape, None, self)
             return super().view(*shape, **kwargs)
         if _ragged_shape(shape, size) != list(size):
             raise RuntimeError(f"Cannot call `view` on a lazy stacked tensordict of batch "
@@ -129,6 +131,11 @@ class LazyShapeMixin:
         >>> stack.flatten().batch_size
         torch.Size([7])
         """
+        out = self._flatten(start_dim, end_dim)
+        return made_by(out, "flatten", (start_dim, end_dim), None, self)
+
+    def _flatten(self, start_dim: int, end_dim: int) -> Any:
+        """:meth:`flatten`, with nothing recorded for ``with`` (``reshape`` goes here)."""
         size = self.batch_size
         if not size:
             return super().flatten(start_dim, end_dim)
@@ -175,8 +182,9 @@ class LazyShapeMixin:
         sd = self.stack_dim
         if dim != sd and size[dim] != -1:  # each part splits its own dim
             parts = [td.unflatten(dim if dim < sd else dim - 1, sizes) for td in self.tensordicts]
-            return self._restacked(parts, sd + len(sizes) - 1 if dim < sd else sd,
-                                   self._stack_dim_name)
+            out = self._restacked(parts, sd + len(sizes) - 1 if dim < sd else sd,
+                                  self._stack_dim_name)
+            return made_by(out, "unflatten", (dim, unflattened_size), None, self)
         if -1 not in size:
             return super().unflatten(dim, unflattened_size)
         keep = sizes.index(size[dim]) if size[dim] in sizes else -1
@@ -190,7 +198,7 @@ class LazyShapeMixin:
         for i in range(len(sizes)):
             if i != keep:
                 out = out.unsqueeze(dim + i)
-        return out
+        return made_by(out, "unflatten", (dim, unflattened_size), None, self)
 
     def unsqueeze(self, dim: int) -> Any:
         """Insert a batch dim of size 1 at ``dim``: in each part, or before the stack dim.
@@ -203,7 +211,8 @@ class LazyShapeMixin:
         dim = batch_dim(self, dim, inserting=True, error=errors.BatchDimError)
         sd = self.stack_dim
         parts = [td.unsqueeze(dim if dim <= sd else dim - 1) for td in self.tensordicts]
-        return self._restacked(parts, sd + 1 if dim <= sd else sd, self._stack_dim_name)
+        out = self._restacked(parts, sd + 1 if dim <= sd else sd, self._stack_dim_name)
+        return made_by(out, "unsqueeze", (dim,), None, self)
 
     def squeeze(self, dim: int | None = None) -> Any:
         """Remove the batch dims of size 1 (all of them, or ``dim`` if it has size 1); the
@@ -218,17 +227,18 @@ class LazyShapeMixin:
             out = self
             for d in reversed([d for d, n in enumerate(size) if n == 1]):
                 out = out.squeeze(d)
-            return out
+            return made_by(out, "squeeze", (None,), None, self)
         dim = batch_dim(self, dim)
         sd = self.stack_dim
         if size[dim] != 1:
             return self
         if dim == sd:
-            return self.tensordicts[0]
+            return made_by(self.tensordicts[0], "squeeze", (dim,), None, self)
         parts = [td.squeeze(dim if dim < sd else dim - 1) for td in self.tensordicts]
-        return self._restacked(parts, sd - 1 if dim < sd else sd, self._stack_dim_name)
+        out = self._restacked(parts, sd - 1 if dim < sd else sd, self._stack_dim_name)
+        return made_by(out, "squeeze", (dim,), None, self)
 
-    def permute(self, *dims: Any) -> Any:
+    def permute(self, *dims_list: Any, dims: Sequence[int] | None = None) -> Any:
         """Reorder the batch dims: each part's dims are reordered, the stack dim moves.
 
         >>> from tensordict import TensorDict, lazy_stack
@@ -236,14 +246,15 @@ class LazyShapeMixin:
         >>> stack.permute(1, 0).batch_size
         torch.Size([-1, 2])
         """
-        order = permutation(self, dims)
+        order = permutation(self, dims_list if dims is None else dims)
         sd = self.stack_dim
         part_order = [d if d < sd else d - 1 for d in order if d != sd]
         if part_order == sorted(part_order):  # the parts keep their dims
             parts = list(self.tensordicts)
         else:
             parts = [td.permute(part_order) for td in self.tensordicts]
-        return self._restacked(parts, order.index(sd), self._stack_dim_name)
+        out = self._restacked(parts, order.index(sd), self._stack_dim_name)
+        return made_by(out, "permute", (order,), None, self)
 
     def unbind(self, dim: int = 0) -> tuple[Any, ...]:
         """The slices along ``dim``: the parts themselves along the stack dim, else lazy

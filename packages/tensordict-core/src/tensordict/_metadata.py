@@ -25,6 +25,7 @@ from tensordict._collection import (
     is_tensor_collection,
 )
 from tensordict._helpers import _shape
+from tensordict._last_op import write_back
 from tensordict._unbatched import UnbatchedTensor
 
 #: The lock state of a collection locked because a collection holding it is (truthy):
@@ -116,19 +117,36 @@ class MetadataMixin:
         if stack is None:  # made on first use: most TensorDicts never enter a context
             stack = self._exit_stack = []
         stack.append(action)
-        del stack[:-8]  # only the latest calls can still be exited
+        if len(stack) > 8:  # only the latest calls can still be exited; the record of
+            del stack[isinstance(stack[0], tuple)]  # how this was made stays (made_by)
 
     def __enter__(self) -> Any:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> None:
+        """Undo the latest ``lock_``/``unlock_`` (also when the block raised), or else write
+        this result of a shape op, ``to``, ``flatten_keys``... back into the collection
+        it was made from (unless the block raised): see :mod:`tensordict._last_op`.
+
+        >>> td = TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3])
+        >>> with td.permute(1, 0) as swapped:
+        ...     swapped["a"] = torch.ones(3, 2)
+        >>> td["a"].sum()
+        tensor(6.)
+        """
         stack = getattr(self, "_exit_stack", None)
-        if stack:
-            action = stack.pop()
-            if action is not None:
-                depth = len(stack)
-                action(self)
-                del stack[depth:]  # drop what the action itself pushed (lock_/unlock_)
+        if not stack:
+            return
+        action = stack[-1]
+        if isinstance(action, tuple):  # how this was made: kept, a later ``with`` writes
+            if exc_type is None:       # back again
+                write_back(self, action)
+            return
+        stack.pop()
+        if action is not None:
+            depth = len(stack)
+            action(self)
+            del stack[depth:]  # drop what the action itself pushed (lock_/unlock_)
 
     # -- batch size and device helpers -------------------------------------------------------
     def auto_batch_size_(self, batch_dims: int | None = None) -> Any:

@@ -20,6 +20,7 @@ import torch
 from tensordict import errors
 from tensordict._collection import NO_DEFAULT, classes, is_sub_tensordict
 from tensordict._keys import collect_entries, is_leaf_nontensor
+from tensordict._last_op import made_by
 from tensordict._nested_key import NestedKey, key_to_path, unravel_key
 from tensordict._nontensor import unwrap_non_tensor
 from tensordict._shapes import as_size
@@ -222,7 +223,9 @@ class RestructureMixin:
             twice = next(name for name in names if names.count(name) > 1)
             raise KeyError(f"flatten_keys: key {twice!r} would appear twice")
         result = self._new_like_self(out)
-        return self._replace_contents(result) if inplace else result
+        if inplace:
+            return self._replace_contents(result)
+        return made_by(result, "flatten_keys", (separator,), None, self)
 
     def unflatten_keys(self, separator: str = KEY_SEPARATOR, inplace: bool = False) -> Any:
         """Keys containing ``separator`` split into nested entries (sub-TensorDicts that
@@ -237,7 +240,9 @@ class RestructureMixin:
                 value = value.unflatten_keys(separator)
             tree.place(tree.root, key.split(separator), value, key)
         out = tree.build(tree.root, self)
-        return self._replace_contents(out) if inplace else out
+        if inplace:
+            return self._replace_contents(out)
+        return made_by(out, "unflatten_keys", (separator,), None, self)
 
     def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT,
               names: Any = None) -> Any:

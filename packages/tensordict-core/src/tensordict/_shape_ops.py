@@ -2,7 +2,9 @@
 
 Every function here acts on the leading (batch) dims of a leaf, so it is right for the
 leaves of nested TensorDicts with longer batch sizes too; non-tensor entries follow
-through ``_restructure``. Dim names move with their dims.
+through ``_restructure``. Dim names move with their dims. The ops that can be undone
+(``view``, ``flatten``, ``permute``, ``flip``... see :mod:`tensordict._last_op`) record it
+on their result: ``with td.flatten(0, 1) as flat:`` writes ``flat`` back on exit.
 
 Example:
     >>> import torch
@@ -25,6 +27,7 @@ import torch
 
 from tensordict import errors
 from tensordict._collection import classes
+from tensordict._last_op import made_by
 from tensordict._plan import broadcasts_to
 from tensordict._shapes import expand_size
 from tensordict._unbatched import UnbatchedTensor
@@ -244,14 +247,16 @@ class ShapeOpsMixin:
         """
         if len(shape) == 1 and isinstance(shape[0], torch.dtype):
             dtype = shape[0]  # the last dim of a leaf may change: the results are checked
-            return self._reshaped(lambda x: x.view(dtype), self.batch_size, self.names,
-                                  keep_lock=False, check_shapes=True)
+            out = self._reshaped(lambda x: x.view(dtype), self.batch_size, self.names,
+                                 keep_lock=False, check_shapes=True)
+            return made_by(out, "view", shape, None, self)
         shape = size if size is not None else batch_size if batch_size is not None else shape
         new = _infer_size(_shape_args(shape), self.batch_size)
         if new == self.batch_size:
             return self
-        return self._reshaped(rebatched(_Tensor.view, tuple(new), len(self.batch_size)),
-                              new, None)
+        out = self._reshaped(rebatched(_Tensor.view, tuple(new), len(self.batch_size)), new,
+                             None)
+        return made_by(out, "view", shape, None, self)
 
     def reshape(self, *shape: Any, **kwargs: Any) -> Any:
         """Like :meth:`view`, copying leaves that cannot be viewed.
@@ -273,7 +278,7 @@ class ShapeOpsMixin:
         torch.Size([6, 4])
         """
         if not len(self.batch_size):
-            return self.unsqueeze(0)
+            return self.unsqueeze(0)  # (recording itself: undone the same way)
         start, end = batch_dim(self, start_dim), batch_dim(self, end_dim)
         if end < start:
             raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
@@ -281,7 +286,8 @@ class ShapeOpsMixin:
         new = batch[:start] + torch.Size([batch[start:end + 1].numel()]) + batch[end + 1:]
         names = self.names
         names = names[:start] + [names[start] if start == end else None] + names[end + 1:]
-        return self._reshaped(lambda x: x.flatten(start, end), new, names)
+        out = self._reshaped(lambda x: x.flatten(start, end), new, names)
+        return made_by(out, "flatten", (start_dim, end_dim), None, self)
 
     def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> Any:
         """Split the batch dim ``dim`` into ``unflattened_size``.
@@ -295,7 +301,8 @@ class ShapeOpsMixin:
         new = batch[:dim] + sizes + batch[dim + 1:]
         names = self.names
         names = names[:dim] + [names[dim]] + [None] * (len(sizes) - 1) + names[dim + 1:]
-        return self._reshaped(lambda x: x.unflatten(dim, sizes), new, names)
+        out = self._reshaped(lambda x: x.unflatten(dim, sizes), new, names)
+        return made_by(out, "unflatten", (dim, unflattened_size), None, self)
 
     def squeeze(self, dim: int | None = None) -> Any:
         """Remove batch dims of size 1 (all of them, or ``dim`` if it has size 1).
@@ -313,7 +320,8 @@ class ShapeOpsMixin:
             return self
         new = torch.Size([s for i, s in enumerate(batch) if i not in dims])
         names = [n for i, n in enumerate(self.names) if i not in dims]
-        return self._reshaped(lambda x: x.squeeze(dims), new, names)
+        return made_by(self._reshaped(lambda x: x.squeeze(dims), new, names), "squeeze",
+                       (dim,), None, self)
 
     def unsqueeze(self, dim: int) -> Any:
         """Insert a batch dim of size 1 at ``dim``.
@@ -333,7 +341,8 @@ class ShapeOpsMixin:
             def fn(x: _Tensor) -> _Tensor:
                 return x.unsqueeze(dim)
         fn.non_tensor_stack = True  # type: ignore[attr-defined]  (NonTensorData: a stack)
-        return self._reshaped(fn, new, names[:dim] + [None] + names[dim:])
+        out = self._reshaped(fn, new, names[:dim] + [None] + names[dim:])
+        return made_by(out, "unsqueeze", (dim,), None, self)
 
     def atleast_1d(self) -> Any:
         """The TensorDict with at least one batch dim.
@@ -355,17 +364,17 @@ class ShapeOpsMixin:
         out = self
         while len(out.batch_size) < ndim:
             out = out.unsqueeze(0)
-        return out
+        return made_by(out, f"atleast_{ndim}d", (), None, self)
 
     # -- reordering ------------------------------------------------------------------------
-    def permute(self, *dims: Any) -> Any:
+    def permute(self, *dims_list: Any, dims: Sequence[int] | None = None) -> Any:
         """Reorder the batch dims.
 
         >>> TensorDict(a=torch.zeros(2, 3, 4), batch_size=[2, 3]).permute(1, 0)["a"].shape
         torch.Size([3, 2, 4])
         """
         ndim = len(self.batch_size)
-        order = permutation(self, dims)
+        order = permutation(self, dims_list if dims is None else dims)
         if all(d == i for i, d in enumerate(order)):
             return self  # the same order: this TensorDict, as upstream
         new = torch.Size([self.batch_size[d] for d in order])
@@ -378,7 +387,8 @@ class ShapeOpsMixin:
             if perm is None:
                 perm = perms[leaf_ndim] = (*order, *range(ndim, leaf_ndim))
             return x.permute(*perm)  # varargs: parsed faster than a tuple
-        return self._reshaped(fn, new, [names[d] for d in order])
+        return made_by(self._reshaped(fn, new, [names[d] for d in order]), "permute",
+                       (order,), None, self)
 
     def transpose(self, dim0: int, dim1: int) -> Any:
         """Swap two batch dims.
@@ -397,7 +407,8 @@ class ShapeOpsMixin:
         batch[d0], batch[d1] = batch[d1], batch[d0]
         names = self.names  # a new list
         names[d0], names[d1] = names[d1], names[d0]
-        return self._reshaped(lambda x: x.transpose(d0, d1), torch.Size(batch), names)
+        out = self._reshaped(lambda x: x.transpose(d0, d1), torch.Size(batch), names)
+        return made_by(out, "transpose", (d0, d1), None, self)
 
     def swapaxes(self, axis0: int, axis1: int) -> Any:
         """Alias of :meth:`transpose`."""
@@ -422,6 +433,7 @@ class ShapeOpsMixin:
                              f"{dst}")
         if src == dst:
             return self  # nothing moved: this collection, as upstream
+        # (permute records how to undo it)
         order: list[int | None] = [None] * len(self.batch_size)
         for s, d in zip(src, dst):
             order[d] = s
@@ -437,7 +449,8 @@ class ShapeOpsMixin:
         tensor([2, 1, 0])
         """
         dims_t = tuple(batch_dim(self, d) for d in ([dims] if isinstance(dims, int) else dims))
-        return self._reshaped(lambda x: x.flip(dims_t), self.batch_size, self.names)
+        out = self._reshaped(lambda x: x.flip(dims_t), self.batch_size, self.names)
+        return made_by(out, "flip", (dims_t,), None, self)
 
     def fliplr(self) -> Any:
         """Flip the second batch dim."""
@@ -455,9 +468,12 @@ class ShapeOpsMixin:
         """
         if dims is None:
             batch = self.batch_size
-            return self.flatten().roll(shifts, 0).reshape(batch)
-        dims_t = tuple(batch_dim(self, d) for d in ([dims] if isinstance(dims, int) else dims))
-        return self._reshaped(lambda x: x.roll(shifts, dims_t), self.batch_size, self.names)
+            out = self.flatten().roll(shifts, 0).reshape(batch)
+        else:
+            dims_t = tuple(batch_dim(self, d)
+                           for d in ([dims] if isinstance(dims, int) else dims))
+            out = self._reshaped(lambda x: x.roll(shifts, dims_t), self.batch_size, self.names)
+        return made_by(out, "roll", (shifts, dims), None, self)
 
     def rot90(self, k: int = 1, dims: Sequence[int] = (0, 1)) -> Any:
         """Rotate by 90 degrees ``k`` times in the plane of two batch dims.
@@ -471,7 +487,8 @@ class ShapeOpsMixin:
             new_order[d0], new_order[d1] = d1, d0
         new = torch.Size([self.batch_size[d] for d in new_order])
         names = [self.names[d] for d in new_order]
-        return self._reshaped(lambda x: x.rot90(k, (d0, d1)), new, names)
+        out = self._reshaped(lambda x: x.rot90(k, (d0, d1)), new, names)
+        return made_by(out, "rot90", (k, (d0, d1)), None, self)
 
     # -- broadcasting and repeating --------------------------------------------------------
     def expand(self, *shape: Any) -> Any:
