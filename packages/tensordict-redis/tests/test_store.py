@@ -15,6 +15,7 @@ import torch
 
 import tensordict
 from tensordict import NonTensorData, TensorDict
+from tensordict.storage import IndexView
 from tensordict.store import TensorDictStore
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -103,7 +104,9 @@ def test_upstream_layout(store, server):
                                    torch.tensor([True, False, False, True]), (1,),
                                    (Ellipsis,)])
 def test_indexing_matches_in_memory(store, index):
-    expected, got = sample()[index], store[index]
+    expected, view = sample()[index], store[index]
+    assert isinstance(view, IndexView) and view.batch_size == expected.batch_size
+    got = view.to_tensordict()
     assert isinstance(got, TensorDict) and got.batch_size == expected.batch_size
     for key in expected.keys(True, True):
         value = expected[key]
@@ -114,10 +117,14 @@ def test_indexing_matches_in_memory(store, index):
 
 
 def test_one_round_trip_per_multi_key_read_and_write(store):
-    store.keys()  # the keys and the shapes and dtypes of the leaves are cached from now on
-    store[0]
+    store[0].to_tensordict()  # the keys, shapes and dtypes of the leaves are cached now
     counter = Counting(store)
-    store[1:3]
+    view = store[1:3]
+    assert counter.calls == 0  # a view: read when read
+    view.to_tensordict()
+    assert counter.calls == 1
+    counter.calls = 0
+    view["obs"]  # its rows alone
     assert counter.calls == 1
     counter.calls = 0
     store[torch.tensor([0, 2])] = TensorDict({"obs": torch.zeros(2, 3),

@@ -53,11 +53,19 @@ def shape_of(meta: dict[str, str]) -> torch.Size:
     return torch.Size(json.loads(meta["shape"]))
 
 
+class Gone(KeyError):
+    """The bytes of a leaf are missing or short: another client deleted (or replaced)
+    it since its metadata was read."""
+
+
 def decode_tensor(meta: dict[str, str], data: bytes | None,
                   shape: torch.Size | None = None) -> torch.Tensor:
-    """The tensor of ``data`` (of ``shape``, the stored shape by default)."""
+    """The tensor of ``data`` (of ``shape``, the stored shape by default); :class:`Gone`
+    when ``data`` does not hold that many bytes."""
     dtype = dtype_of(meta)
     shape = shape_of(meta) if shape is None else shape
+    if len(data or b"") != shape.numel() * dtype.itemsize:
+        raise Gone(f"{len(data or b'')} bytes stored for a tensor of shape {list(shape)}")
     if not data:
         return torch.empty(shape, dtype=dtype)
     raw = torch.frombuffer(bytearray(data), dtype=_BITS.get(dtype, dtype))

@@ -36,7 +36,7 @@ from tensordict import (
     maybe_dense_stack,
 )
 from tensordict.base import NO_DEFAULT
-from tensordict.storage import WriteBackMixin
+from tensordict.storage import IndexView, WriteBackMixin
 from tensordict.store import _codec
 from tensordict.store._codec import SEPARATOR
 from tensordict.store._connection import connect, connection_kwargs
@@ -229,7 +229,14 @@ class LazyStackedTensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
 
     def _read(self, keys: list[str]) -> list[dict[str, Any]]:
         """Element by element, ``{dotted key: value}`` of ``keys`` (one round trip once
-        the metadata is known)."""
+        the metadata is known); keys another client deleted meanwhile are left out."""
+        try:
+            return self._fetch(keys)
+        except _codec.Gone:
+            self._shared.refresh()
+            return self._fetch([key for key in keys if key in self._shared.leaf_keys()])
+
+    def _fetch(self, keys: list[str]) -> list[dict[str, Any]]:
         shared, space = self._shared, self._shared.space
         metas = shared.metas(keys)
         pipe = shared.pipeline()
@@ -240,6 +247,8 @@ class LazyStackedTensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
         out: list[dict[str, Any]] = [{} for _ in range(self._count)]
         for position, (key, meta) in enumerate(zip(keys, metas)):
             data, index = replies[2 * position], replies[2 * position + 1]
+            if not meta or data is None:
+                raise _codec.Gone(f"the leaf {key!r} is no longer stored")
             for element, value in enumerate(_decode_elements(meta, data, index, self._count,
                                                              self._inner)):
                 out[element][key] = value if self._device is None or not isinstance(
@@ -264,7 +273,7 @@ class LazyStackedTensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
                 raise IndexError(f"index {index} is out of range for a stack of "
                                  f"{self._count}")
             return _Element(self, int(index) % self._count)
-        return self.to_tensordict()[index]
+        return IndexView(self, index)
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, str):
@@ -335,8 +344,8 @@ class _Element(WriteBackMixin, TensorDictBase):
                 return torch.empty(shape, dtype=_codec.dtype_of(meta), device="meta")
         return self._get_str(key, default)
 
-    def _index(self, index: Any) -> Any:
-        return self.to_tensordict()[index]
+    def _index(self, index: Any) -> IndexView:
+        return IndexView(self, index)
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, str) or isinstance(index, tuple) and index and \

@@ -2,10 +2,13 @@
 opens it by its id.
 
 Every read and write goes to the server, in one round trip: ``store["obs"]`` is one
-pipelined fetch, ``store[10:20]`` fetches those rows of every leaf together (byte ranges
-of the stored tensors), ``store[i] = step`` writes them together in one transaction, after
-checking every key and shape. Nested keys are stored flat (``"next.reward"``), so a
-sub-TensorDict is a view of the same store.
+pipelined fetch; ``store[10:20]`` is a view whose reads fetch those rows of every leaf
+together (byte ranges of the stored tensors) and whose writes (``add_``, ``set_``,
+``view[key] = v``) reach the store; ``store[i] = step`` writes them together in one
+transaction, after checking every key and shape. In-place writes keep each leaf's shape
+and dtype (values are converted); a leaf deleted by another client raises KeyError.
+Nested keys are stored flat (``"next.reward"``), so a sub-TensorDict is a view of the same
+store.
 
 Example:
     >>> import torch
@@ -32,7 +35,13 @@ import torch
 from tensordict import NonTensorData, TensorDict, TensorDictBase, errors, is_tensor_collection
 from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict.base import NO_DEFAULT
-from tensordict.storage import WriteBackMixin, check_fits, split_rows, zeros_prototype
+from tensordict.storage import (
+    IndexView,
+    WriteBackMixin,
+    check_fits,
+    split_rows,
+    zeros_prototype,
+)
 from tensordict.store import _codec
 from tensordict.store._codec import SEPARATOR
 from tensordict.store._connection import checked, connect, connection_kwargs
@@ -81,6 +90,11 @@ class _Shared:
             for key, meta in zip(missing, self.run(pipe.execute)):
                 self.meta[key] = _codec.as_text(meta)
         return [self.meta[key] for key in keys]
+
+    def refresh(self) -> None:
+        """Drop the cached keys and metadata (another client changed them)."""
+        self.keys = None
+        self.meta.clear()
 
     def forget(self, keys: Sequence[str], added: bool) -> None:
         """Update the caches after this process wrote or deleted ``keys``."""
@@ -255,6 +269,13 @@ class TensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
         return iter(seen)
 
     def _get_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
+        try:
+            return self._lookup(key, default)
+        except _codec.Gone:  # another client deleted or replaced it: look again
+            self._shared.refresh()
+            return self._lookup(key, default)
+
+    def _lookup(self, key: str, default: Any) -> Any:
         dotted = self._dotted(key)
         shared = self._shared
         if dotted in shared.leaf_keys():
@@ -269,6 +290,9 @@ class TensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
 
     def _decode(self, meta: dict[str, str], data: bytes | None,
                 shape: torch.Size | None = None) -> Any:
+        """The value of a leaf (:class:`~tensordict.store._codec.Gone` if it was deleted)."""
+        if not meta or data is None:
+            raise _codec.Gone("the leaf is no longer stored")
         if _codec.is_non_tensor(meta):
             return _codec.decode_non_tensor(meta, data or b"null", self._batch_size,
                                             self._device)
@@ -307,7 +331,11 @@ class TensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
 
     def _set_str(self, key: str, value: Any, *, inplace: bool, validated: bool,
                  non_blocking: bool = False) -> TensorDictStore:
-        self._check_writable(key)
+        """Store ``value`` at ``key``: in place (``set_``), a tensor keeps the stored shape
+        and dtype (its values converted; RuntimeError, nothing written, if it does not
+        fit); otherwise it replaces what was stored."""
+        if not inplace:
+            self._check_writable(key)
         if SEPARATOR in key:
             raise ValueError(f"a key of a TensorDictStore cannot contain {SEPARATOR!r} "
                              f"(nested keys are stored joined with it): got {key!r}")
@@ -316,13 +344,62 @@ class TensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
         if isinstance(value, TensorDictStore) and value._shared is self._shared and \
                 value._path == (*self._path, key):
             return self
+        entries = self._entries(key, value)
+        if inplace:
+            self._store_entries(self._fitted(entries), replace=())
+        else:
+            self._store_entries(entries, replace=(self._dotted(key),))
+        return self
+
+    def _plan_set_(self, plan: Any, key: str, value: Any, path: Any,
+                   non_blocking: bool) -> None:
+        """The in-place write of ``set_`` into a lazy stack of stores: checked now, stored
+        when ``plan`` runs (with the other parts' writes)."""
+        value = self._validate_value(value, path)
+        plan.call(self._store_entries, self._fitted(self._entries(key, value)), ())
+
+    def _apply_nest(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
+        plan = kwargs.get("plan")
+        if not kwargs.get("inplace") or plan is None:
+            return super()._apply_nest(fn, *others, **kwargs)
+        local = self.to_tensordict()  # (a lazy stack's apply_: its plan writes every part)
+        local._apply_nest(fn, *others, **kwargs)
+        plan.call(self._write_back, local)
+        return self
+
+    def _write_back(self, local: TensorDictBase) -> None:
+        """Every tensor of ``local`` over the leaf of the same key, in one transaction."""
+        prefix = SEPARATOR.join(self._path)
+        entries = [(SEPARATOR.join((prefix, key)) if prefix else key, value)
+                   for key, value in _leaves(local) if isinstance(value, torch.Tensor)]
+        self._store_entries(self._fitted(entries), replace=())
+
+    def _entries(self, key: str, value: Any) -> list[tuple[str, Any]]:
+        """``(dotted key, leaf)`` of ``value`` stored at ``key``."""
         dotted = self._dotted(key)
         if is_tensor_collection(value) and not getattr(value, "_is_non_tensor", False):
-            entries = [(SEPARATOR.join((dotted, sub)), leaf) for sub, leaf in _leaves(value)]
-        else:
-            entries = [(dotted, value)]
-        self._store_entries(entries, replace=(dotted,))
-        return self
+            return [(SEPARATOR.join((dotted, sub)), leaf) for sub, leaf in _leaves(value)]
+        return [(dotted, value)]
+
+    def _fitted(self, entries: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """``entries`` as in-place writes: a value over a stored tensor is checked against
+        its shape (RuntimeError naming the key) and converted to its dtype."""
+        shared = self._shared
+        present = [key for key, _ in entries if key in shared.leaf_keys()]
+        metas = dict(zip(present, shared.metas(present)))
+        out = []
+        for key, value in entries:
+            meta = metas.get(key)
+            if meta and not _codec.is_non_tensor(meta):
+                name = tuple(key.split(SEPARATOR)) if SEPARATOR in key else key
+                if not isinstance(value, torch.Tensor):
+                    raise TypeError(f"cannot write a {type(value).__name__} in place of the "
+                                    f"tensor {name!r}")
+                shape = _codec.shape_of(meta)
+                check_fits(value.shape, shape, name)
+                value = value.expand(shape).to(_codec.dtype_of(meta))
+            out.append((key, value))
+        return out
 
     def _store_entries(self, entries: list[tuple[str, Any]], replace: Sequence[str]) -> None:
         """Write ``(dotted key, value)`` leaves in one transaction, deleting first the
@@ -353,6 +430,8 @@ class TensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
             if isinstance(data, _Zeros):  # the server pads with zero bytes up to the offset
                 if data.size:
                     pipe.setrange(space + "d:" + key, data.size - 1, b"\0")
+                else:
+                    pipe.set(space + "d:" + key, b"")
             else:
                 pipe.set(space + "d:" + key, data)
             pipe.hset(space + "m:" + key, mapping=meta)
@@ -383,12 +462,21 @@ class TensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
         return self._view((*self._path, *path[:-1])) if len(path) > 1 else self
 
     # -- rows --------------------------------------------------------------------------
-    def read(self, rows: Any = None) -> TensorDict:
-        """The leaves below this view read into an in-memory TensorDict, all of them in
-        one round trip: every row, or the ``rows`` of :func:`split_rows` (a slice or
-        sorted row numbers) read as byte ranges."""
+    def read(self, rows: Any = None, keys: Sequence[str] | None = None) -> TensorDict:
+        """The leaves below this view (those of the dotted ``keys``) read into an
+        in-memory TensorDict, all of them in one round trip: every row, or the ``rows`` of
+        :func:`split_rows` (a slice or sorted row numbers) read as byte ranges. Leaves
+        another client deleted meanwhile are left out."""
+        try:
+            return self._read(rows, keys)
+        except _codec.Gone:
+            self._shared.refresh()
+            return self._read(rows, keys)
+
+    def _read(self, rows: Any, keys: Sequence[str] | None) -> TensorDict:
         shared, space = self._shared, self._shared.space
-        keys = self._under()
+        keys = self._under() if keys is None else [
+            key for key in keys if key in shared.leaf_keys()]
         metas = shared.metas(keys)
         batch = self._batch_size
         if rows is not None:
@@ -427,18 +515,28 @@ class TensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
             node[parts[-1]] = value
         return TensorDict(out, batch_size=batch, device=self._device)
 
-    def _index(self, index: Any) -> TensorDictBase:
-        rows, rest = split_rows(index, self._batch_size)
-        return self.read(rows)[rest]
+    def _index(self, index: Any) -> IndexView:
+        """A view of the rows ``index``: reads and writes reach the server."""
+        return _Rows(self, index)
 
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, str) or (isinstance(index, tuple) and index and
-                                      all(isinstance(part, str) for part in index)):
-            value = self._get_path(index)
-            if getattr(value, "_is_non_tensor", False):
-                return value.tolist() if hasattr(value, "tensordicts") else value.data
-            return value
-        return self._index(index)
+    def _get_at_str(self, key: str, index: Any, default: Any = NO_DEFAULT) -> Any:
+        """The rows ``index`` of the leaf ``key`` alone (byte ranges, one round trip);
+        a view of them for a sub-TensorDict."""
+        dotted = self._dotted(key)
+        if dotted not in self._shared.leaf_keys():
+            return super()._get_at_str(key, index, default)
+        rows, rest = split_rows(index, self._batch_size)
+        return self.read(rows, [dotted])[rest]._get_str(key, default)
+
+    def select(self, *keys: Any, inplace: bool = False, strict: bool = True) -> Any:
+        """Not on a store (as upstream): ``to_tensordict().select(...)`` for a copy."""
+        raise NotImplementedError("Cannot call select on a TensorDictStore. Call "
+                                  "to_tensordict() first.")
+
+    def exclude(self, *keys: Any, inplace: bool = False) -> Any:
+        """Not on a store (as upstream): ``to_tensordict().exclude(...)`` for a copy."""
+        raise NotImplementedError("Cannot call exclude on a TensorDictStore. Call "
+                                  "to_tensordict() first.")
 
     def _set_at_index(self, index: Any, value: Any) -> None:
         """``store[index] = value``: every key and shape checked, then one transaction
@@ -494,6 +592,14 @@ class TensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
         return (f"TensorDictStore(keys={list(self._keys_str())}, "
                 f"batch_size={self._batch_size}, device={self._device}, backend='redis', "
                 f"td_id={self._shared.td_id!r})")
+
+
+class _Rows(IndexView):
+    """An index view of a store that reads all its rows in one round trip."""
+
+    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
+        rows, rest = split_rows(self._idx, self._source.batch_size)
+        return self._source.read(rows)[rest]
 
 
 class _Zeros:
