@@ -12,13 +12,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, MutableMapping
+from contextlib import ExitStack
 from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
 from torch import nn
 
-from tensordict import NestedKey, TensorCollection, TensorDict, TensorDictBase
+from tensordict import (
+    LazyStackedTensorDict,
+    NestedKey,
+    TensorCollection,
+    TensorDict,
+    TensorDictBase,
+    is_non_tensor,
+)
 from tensordict._base import NO_DEFAULT
 from tensordict._functional import _STACKED_UNINITIALIZED
 from tensordict._pointwise import PointwiseMixin
@@ -41,6 +49,54 @@ def _as_leaf(value: Any, convert: bool) -> Any:
     if convert and (value.is_floating_point() or value.is_complex()):
         return nn.Parameter(value)
     return nn.Buffer(value)
+
+
+def _leaves_in_place(data: TensorDictBase, convert: bool) -> bool:
+    """Make the tensor leaves of ``data`` (nested ones too) Parameters or buffers as
+    ``_as_leaf`` does, where they stand: ``data`` itself becomes what a TensorDictParams
+    holds. A lazy stack anywhere raises RuntimeError before anything is changed; locked
+    TensorDicts are unlocked for the swap and locked again. Whether an uninitialized
+    tensor (of a lazy module) is among the leaves.
+
+    >>> td = TensorDict(w=torch.zeros(2))
+    >>> _leaves_in_place(td, convert=True), type(td["w"]).__name__
+    (False, 'Parameter')
+    """
+    swaps: list[tuple[Any, str, torch.Tensor]] = []
+    uninitialized = _collect_swaps(data, convert, (), swaps)
+    if swaps:
+        with ExitStack() as unlocked:
+            if data.is_locked:
+                unlocked.enter_context(data.unlock_())
+            for node, key, leaf in swaps:
+                if node.is_locked:  # locked on its own, under an unlocked parent
+                    unlocked.enter_context(node.unlock_())
+                node._set_str(key, leaf, inplace=False, validated=True)
+    return uninitialized
+
+
+def _collect_swaps(node: Any, convert: bool, path: tuple[str, ...],
+                   swaps: list[tuple[Any, str, torch.Tensor]]) -> bool:
+    """Add to ``swaps`` the ``(node, key, leaf)`` that ``_leaves_in_place`` stores."""
+    if isinstance(node, LazyStackedTensorDict):
+        where = f" (at {path})" if path else ""
+        raise RuntimeError(
+            f"TensorDictParams cannot hold a LazyStackedTensorDict{where}: its leaves are "
+            f"stacked anew on each read, no parameter can stand for them (densify it "
+            f"first, e.g. with .contiguous())"
+        )
+    uninitialized = False
+    for key in node._keys_str():
+        value = node._get_str(key)
+        if isinstance(value, torch.Tensor):
+            leaf = _as_leaf(value, convert)
+            if leaf is not value:
+                swaps.append((node, key, leaf))
+            uninitialized = uninitialized or isinstance(value, _Uninitialized)
+        elif acts_as_tensordict(value) and not is_non_tensor(value):
+            uninitialized = _collect_swaps(value, convert, path + (key,), swaps) \
+                or uninitialized
+    return uninitialized
 
 
 def _same_kind(new: Any, old: Any) -> Any:
@@ -115,7 +171,10 @@ class TensorDictParams(TensorDictBase, nn.Module):
     ``state_dict()`` and ``.to()`` see them, and values written stay Parameters.
 
     Args:
-        parameters: a TensorDict or dict of tensors (keyword arguments work too).
+        parameters: a TensorDict, wrapped itself: its leaves become Parameters and
+            buffers where they stand and every write lands in it (a lazy stack raises
+            RuntimeError; a TensorDictParams gives a new structure over its leaves).
+            Or a dict of tensors (keyword arguments work too).
         no_convert: keep the tensors as given (only existing Parameters are parameters).
         lock: lock the TensorDict.
 
@@ -145,11 +204,11 @@ class TensorDictParams(TensorDictBase, nn.Module):
             raise TypeError("TensorDictParams takes a TensorDict or keyword entries, not both")
         elif not acts_as_tensordict(parameters):
             parameters = TensorDict(parameters)
-        if isinstance(parameters, TensorDictParams):
-            parameters = parameters._param_td
+        if isinstance(parameters, TensorDictParams):  # (upstream: its own structure)
+            parameters = parameters._param_td.clone(False)
         self.__dict__["no_convert"] = no_convert
-        self.__dict__["_param_td"] = self._convert(parameters)
-        self.__dict__["_uninitialized"] = bool(_uninitialized_leaves(self._param_td))
+        self.__dict__["_uninitialized"] = _leaves_in_place(parameters, not no_convert)
+        self.__dict__["_param_td"] = parameters  # wrapped itself: writes reach it
         self.__dict__["_parameters"] = _LeafView(self, parameters=True)
         self.__dict__["_buffers"] = _LeafView(self, parameters=False)
         if lock:
