@@ -67,3 +67,23 @@ def test_storage_backend(tmp_path):
 def test_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError):
         tensordict.from_h5(tmp_path / "nope.h5")
+
+
+def test_view_and_cast_writes_land_in_the_dataset(tmp_path):
+    """What h5py itself reads back: rows written through index views, and bfloat16
+    values written into a float32 dataset as values (not as their int16 bits)."""
+    path = tmp_path / "writes.h5"
+    ptd = transition().to_h5(path)
+    ptd["next"][1].add_(10)
+    ptd[1].set_("done", torch.tensor(True))
+    ptd["next"][2]["reward"] = torch.tensor([-1.0])
+    ptd[2:].set_("obs", torch.tensor([[0.5, 1.5, 2.5]], dtype=torch.bfloat16).expand(2, 3))
+    with pytest.raises(RuntimeError, match="'obs'"):
+        ptd.set_("obs", torch.zeros(4, 5))
+    ptd.close()
+    with h5py.File(path) as file:
+        assert file["obs"].dtype == "float32" and file["obs"].shape == (4, 3)
+        assert file["obs"][1].tolist() == [3.0, 4.0, 5.0]
+        assert file["obs"][2:].tolist() == [[0.5, 1.5, 2.5]] * 2
+        assert file["next/reward"][:, 0].tolist() == [0.0, 11.0, -1.0, 3.0]
+        assert file["done"][:].tolist() == [False, True, True, True]

@@ -13,6 +13,7 @@ import torch
 
 from tensordict import NonTensorData, TensorDict
 from tensordict.persistent import PersistentTensorDict, get_format
+from tensordict.storage import IndexView
 
 sys.path.insert(0, str(Path(__file__).parent))
 from persistent_workers import sum_of_rows  # noqa: E402
@@ -93,14 +94,17 @@ def test_indexing_matches_in_memory(ptd, index):
         with pytest.raises(ValueError):  # as for a tensor: no negative steps
             ptd[index]
         return
-    expected, got = sample()[index], ptd[index]
-    assert isinstance(got, TensorDict)
-    assert got.batch_size == expected.batch_size
-    for key in expected.keys(True, True):
-        if isinstance(expected[key], torch.Tensor):
-            assert torch.equal(got[key], expected[key]), key
-        else:
-            assert got[key] == expected[key], key
+    expected, view = sample()[index], ptd[index]
+    assert isinstance(view, IndexView)  # reads the file; writes go there (test_index_views)
+    copy = view.to_tensordict()
+    assert isinstance(copy, TensorDict)
+    for got in (view, copy):
+        assert got.batch_size == expected.batch_size
+        for key in expected.keys(True, True):
+            if isinstance(expected[key], torch.Tensor):
+                assert torch.equal(got[key], expected[key]), key
+            else:
+                assert got[key] == expected[key], key
 
 
 def test_reading_rows_reads_only_those_rows(ptd):
@@ -117,11 +121,13 @@ def test_reading_rows_reads_only_those_rows(ptd):
 
     ptd._format = Recording()
     ptd._children.clear()
-    ptd[4]
+    view = ptd[4]
+    assert not selections  # a view reads nothing until asked
+    view.to_tensordict()
     assert selections and all(sel == slice(4, 5) for sel in selections)
     selections.clear()
-    ptd[torch.tensor([5, 1, 5])]
-    assert selections and all(sel == [1, 5] for sel in selections)
+    ptd[torch.tensor([5, 1, 5])]["obs"]
+    assert selections == [[1, 5]]
 
 
 def test_writes_reach_the_file(ptd):
@@ -142,8 +148,6 @@ def test_writes_reach_the_file(ptd):
 
 
 def test_in_place_ops_write_back(ptd):
-    ptd.exclude("done").apply_(lambda x: x + 1)  # a TensorDict copy: the file is untouched
-    assert ptd["obs"][0, 0] == 0
     ptd.del_("done")
     ptd.apply_(lambda x: x + 1)
     assert ptd["obs"][0, 0] == 1
@@ -162,7 +166,7 @@ def test_in_place_ops_write_back(ptd):
 
 
 def test_ops_that_compute_give_in_memory_tensordicts(ptd):
-    doubled = ptd.exclude("done").apply(lambda x: x * 2)
+    doubled = ptd.to_tensordict().exclude("done").apply(lambda x: x * 2)
     assert isinstance(doubled, TensorDict) and doubled["obs"][0, 1] == 2
     copy = ptd.clone()
     assert isinstance(copy, TensorDict)
@@ -210,10 +214,18 @@ def test_read_only_and_locked_refuse_writes(ptd):
     writable = reopen(again, mode="r+")
     writable.lock_()
     with pytest.raises(RuntimeError, match="locked"):
-        writable["obs"] = torch.zeros(6, 4)
+        writable["obs"] = torch.zeros(6, 5)  # replacing the array
+    with pytest.raises(RuntimeError, match="locked"):
+        writable["new"] = torch.zeros(6)
+    writable["obs"] = torch.ones(6, 4)  # in place, as upstream
+    writable.set_(("next", "reward"), torch.ones(6, 1))
+    writable[0] = TensorDict({"done": torch.tensor(True)}, [])
     writable.unlock_()
-    writable["obs"] = torch.zeros(6, 4)
-    writable.close()
+    writable["obs"] = torch.zeros(6, 5)
+    again = reopen(writable)
+    assert again["obs"].shape == (6, 5) and "new" not in again
+    assert again["next", "reward"].sum() == 6 and again["done"][0].item() is True
+    again.close()
 
 
 def test_failed_save_keeps_the_previous_file(tmp_path, backend):

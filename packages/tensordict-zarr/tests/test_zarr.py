@@ -74,3 +74,25 @@ def test_names_and_storage_backend(tmp_path):
 def test_missing_store_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope"):
         tensordict.from_zarr(tmp_path / "nope.zarr")
+
+
+def test_view_and_cast_writes_land_in_the_store(tmp_path):
+    """What zarr itself reads back: rows written through index views, and bfloat16
+    values written into a float32 array as values (not as their int16 bits)."""
+    import zarr
+
+    path = tmp_path / "writes.zarr"
+    ptd = transition().to_zarr(path)
+    ptd["next"][1].add_(10)
+    ptd[1].set_("done", torch.tensor(True))
+    ptd["next"][2]["reward"] = torch.tensor([-1.0])
+    ptd[2:].set_("obs", torch.tensor([[0.5, 1.5, 2.5]], dtype=torch.bfloat16).expand(2, 3))
+    with pytest.raises(RuntimeError, match="'obs'"):
+        ptd.set_("obs", torch.zeros(4, 5))
+    ptd.close()
+    root = zarr.open_group(path, mode="r")
+    assert root["obs"].dtype == "float32" and root["obs"].shape == (4, 3)
+    assert root["obs"][1].tolist() == [3.0, 4.0, 5.0]
+    assert root["obs"][2:].tolist() == [[0.5, 1.5, 2.5]] * 2
+    assert root["next"]["reward"][:, 0].tolist() == [0.0, 11.0, -1.0, 3.0]
+    assert root["done"][:].tolist() == [False, True, True, True]

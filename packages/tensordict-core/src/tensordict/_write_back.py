@@ -11,7 +11,11 @@ everything), ``_peek_str`` (a meta tensor of each entry's shape and dtype), ``se
 - in-place ops (``apply_``, ``zero_``, ``add_``, ``+=``...) computed in memory and
   written back entry by entry;
 - ``update_``/``copy_`` that check every key and shape before the first write, and
-  ``update_at_``/``set_at_`` through ``_set_at_index``.
+  ``update_at_``/``set_at_`` through ``_set_at_index``;
+- ``td[key]`` (non-tensor data unwrapped), and ``td[index]`` through ``_index``, which
+  returns ``IndexView(self, index)`` (:mod:`tensordict.storage`) in classes whose index
+  views write through: the view reads entries with ``_get_at_str`` (override it to read
+  the rows alone) and writes with ``_set_at_index``.
 
 :func:`split_rows` tells such a class which rows of the first dim an index reads.
 
@@ -36,7 +40,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from tensordict._collection import classes, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
+from tensordict._nontensor import unwrap_non_tensor
 
 #: in-place ops that change values: computed on the data read into memory, written back
 IN_PLACE_OPS = (
@@ -101,6 +106,19 @@ class WriteBackMixin:
             self._write_back(local)
             return self
         return result
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, str) or (isinstance(index, tuple) and index and
+                                      all(isinstance(part, str) for part in index)):
+            return unwrap_non_tensor(self._get_path(index))
+        return self._index(index)
+
+    def _get_at_str(self, key: str, index: Any, default: Any = NO_DEFAULT) -> Any:
+        """The entry ``key`` at ``index`` (what an index view reads): a tensor's rows, a
+        sub-collection indexed; ``default`` for a missing key (KeyError without one).
+        Classes that can read rows alone override it."""
+        value = self._get_str(key, default)
+        return value if value is default and default is not NO_DEFAULT else value[index]
 
     def _write_back(self, local: Any) -> None:
         """Store every tensor of ``local`` (this collection read into memory and changed

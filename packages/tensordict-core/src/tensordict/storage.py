@@ -1,7 +1,7 @@
 """What storage plugins build on: the base of collections whose reads are copies
-(entries in a file, in a database), the helpers to read and write them by rows, and
-atomic writes of files and folders, and the zero prototype that ``from_schema`` hands
-to a backend.
+(entries in a file, in a database) and their index views that write through, the
+helpers to read and write them by rows, atomic writes of files and folders, and the
+zero prototype that ``from_schema`` hands to a backend.
 
 >>> from tensordict.storage import WriteBackMixin, split_rows
 >>> import torch
@@ -10,8 +10,9 @@ to a backend.
 """
 
 from tensordict._atomic_file import atomic_write
+from tensordict._index_view import IndexView
 from tensordict._storage import zeros_prototype
 from tensordict._write_back import IN_PLACE_OPS, WriteBackMixin, check_fits, split_rows
 
-__all__ = ["IN_PLACE_OPS", "WriteBackMixin", "atomic_write", "check_fits", "split_rows",
-           "zeros_prototype"]
+__all__ = ["IN_PLACE_OPS", "IndexView", "WriteBackMixin", "atomic_write", "check_fits",
+           "split_rows", "zeros_prototype"]

@@ -1,9 +1,9 @@
 """Reading and writing the rows of a file-backed TensorDict.
 
 An index is split (by :func:`tensordict.storage.split_rows`) in two: the rows of the
-first batch dim that the file library reads directly, and the rest, applied to the rows
-read by ordinary TensorDict indexing. An index the libraries cannot read by rows reads
-the whole arrays first.
+first batch dim that the file library reads or writes directly, and the rest, applied
+to the rows read by ordinary tensor indexing. An index the libraries cannot read by
+rows reads the whole arrays first.
 """
 
 from __future__ import annotations
@@ -16,29 +16,28 @@ from tensordict import TensorDict
 from tensordict.storage import split_rows
 
 
-def read_rows(ptd: Any, rows: Any) -> TensorDict:
-    """The in-memory TensorDict of the ``rows`` of every entry (all of it for None)."""
-    from tensordict.persistent import _leaves
-
-    batch = ptd.batch_size
-    if rows is not None:
-        count = len(range(*rows.indices(batch[0]))) if isinstance(rows, slice) else len(rows)
-        batch = torch.Size((count, *batch[1:]))
+def read_all(ptd: Any) -> TensorDict:
+    """Every entry of ``ptd`` read into an in-memory TensorDict."""
     out: dict[str, Any] = {}
-    file_format, device = ptd._format, ptd.device
     for key in ptd._keys_str():
         node = ptd._group[key]
-        if file_format.is_group(node):
-            out[key] = read_rows(ptd._get_str(key), rows)
-        elif file_format.is_non_tensor(node):
-            value = file_format.read_non_tensor(node, ptd.batch_size, device)
-            out[key] = value if rows is None else \
-                value[rows if isinstance(rows, slice) else torch.from_numpy(rows)]
-        else:
-            data = file_format.read(node, ... if rows is None else
-                                    rows if isinstance(rows, slice) else rows.tolist())
-            out[key] = _leaves.from_numpy(data, node, device)
-    return TensorDict(out, batch_size=batch, device=device)
+        out[key] = read_all(ptd._get_str(key)) if ptd._format.is_group(node) \
+            else read_leaf(ptd, node, None)
+    return TensorDict(out, batch_size=ptd.batch_size, device=ptd.device)
+
+
+def read_leaf(ptd: Any, node: Any, rows: Any) -> Any:
+    """The ``rows`` of the array or non-tensor entry ``node`` of ``ptd`` (all for None)."""
+    from tensordict.persistent import _leaves
+
+    file_format = ptd._format
+    if file_format.is_non_tensor(node):
+        value = file_format.read_non_tensor(node, ptd.batch_size, ptd.device)
+        return value if rows is None else \
+            value[rows if isinstance(rows, slice) else torch.from_numpy(rows)]
+    data = file_format.read(node, ... if rows is None else
+                            rows if isinstance(rows, slice) else rows.tolist())
+    return _leaves.from_numpy(data, node, ptd.device)
 
 
 def write_rows(ptd: Any, node: Any, index: Any, source: torch.Tensor) -> None:
@@ -49,7 +48,7 @@ def write_rows(ptd: Any, node: Any, index: Any, source: torch.Tensor) -> None:
     rows, rest = split_rows(index, ptd.batch_size)
     file_format = ptd._format
     if rows is not None and len(rest) == 1:
-        array, within = _leaves.to_numpy(source)[0], rest[0]
+        array, within = _leaves.stored_array(node, source), rest[0]
         if isinstance(within, int):  # one row
             file_format.write(node, rows.start, array)
             return

@@ -33,6 +33,13 @@ def to_numpy(tensor: torch.Tensor) -> tuple[np.ndarray, str | None]:
     return tensor.cpu().numpy(), None
 
 
+def stored_array(node: Any, tensor: torch.Tensor) -> np.ndarray:
+    """The array to write into the existing array ``node`` for ``tensor``: its values
+    converted to the node's dtype (a float32 value into a bfloat16 array, or the other
+    way round, is converted, never stored as its bits)."""
+    return to_numpy(tensor.to(dtype_of(node)))[0]
+
+
 def write_tensor(file_format: Any, group: Any, name: str, tensor: torch.Tensor) -> None:
     """Create the array ``group[name]`` holding ``tensor``."""
     array, dtype_name = to_numpy(tensor)

@@ -40,11 +40,8 @@ from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict.base import NO_DEFAULT
 from tensordict.persistent import _leaves
 from tensordict.persistent._formats import FileFormat, get_format
-from tensordict.persistent._indexing import (
-    read_rows,
-    write_rows,
-)
-from tensordict.storage import WriteBackMixin, atomic_write, check_fits, split_rows
+from tensordict.persistent._indexing import read_all, read_leaf, write_rows
+from tensordict.storage import IndexView, WriteBackMixin, atomic_write, check_fits, split_rows
 
 #: upstream's keyword arguments that change nothing here (non-tensor values are read as
 #: stored; batch sizes are always checked)
@@ -259,8 +256,10 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
         return peek.shape if isinstance(peek, torch.Tensor) else peek.batch_size
 
     # -- writes ------------------------------------------------------------------------
-    def _check_writable(self, key: Any) -> None:
-        if self._is_locked:
+    def _check_writable(self, key: Any, in_place: bool = False) -> None:
+        """Raise unless ``key`` can be written: the file must be writable, and this
+        TensorDict unlocked unless the write is ``in_place`` (into existing arrays)."""
+        if self._is_locked and not in_place:
             raise errors.locked("modify", key)
         if self.mode == "r":
             raise OSError(f"cannot write {key!r}: the file {self.filename!r} is open read-only "
@@ -280,9 +279,19 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
 
     def _set_str(self, key: str, value: Any, *, inplace: bool, validated: bool,
                  non_blocking: bool = False) -> PersistentTensorDict:
-        self._check_writable(key)
         if not validated:
             value = self._validate_value(value, key)
+        node = self._node(key, None) if isinstance(value, torch.Tensor) else None
+        if node is not None and not self._format.is_group(node) and \
+                not self._format.is_non_tensor(node) and (inplace or (
+                    tuple(node.shape) == tuple(value.shape) and
+                    _leaves.dtype_of(node) == value.dtype)):
+            # into the existing array (set_ raises for a shape it cannot take)
+            self._check_writable(key, in_place=True)
+            check_fits(value.shape, node.shape, key)
+            self._format.write(node, ..., _leaves.stored_array(node, value.expand(node.shape)))
+            return self
+        self._check_writable(key)
         if not isinstance(value, torch.Tensor):
             if value is self._children.get(key):
                 return self
@@ -292,11 +301,6 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
             else:
                 self._replace_entry(key, lambda group, name: _write_group(
                     self._format, group.create_group(name), value, (key,)))
-            return self
-        node = self._node(key, None)
-        if inplace and node is not None and not self._format.is_group(node) and \
-                not self._format.is_non_tensor(node) and tuple(node.shape) == tuple(value.shape):
-            self._format.write(node, ..., _leaves.to_numpy(value)[0])
             return self
         self._replace_entry(key, lambda group, name: _leaves.write_tensor(
             self._format, group, name, value))
@@ -343,23 +347,27 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
         return node
 
     # -- indexing ----------------------------------------------------------------------
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, str) or (isinstance(index, tuple) and index and
-                                      all(isinstance(part, str) for part in index)):
-            value = self._get_path(index)
-            if isinstance(value, NonTensorData):
-                return value.data
-            return value.tolist() if getattr(value, "_is_non_tensor", False) else value
-        return self._index(index)
+    def _index(self, index: Any) -> IndexView:
+        """A view of the rows ``index`` selects: reads read them from the file, writes
+        write them there."""
+        return IndexView(self, index)
 
-    def _index(self, index: Any) -> TensorDictBase:
-        """Read only the rows ``index`` selects along the first dim, then index the
-        in-memory result with the rest of ``index``."""
+    def _get_at_str(self, key: str, index: Any, default: Any = NO_DEFAULT) -> Any:
+        """The entry ``key`` at ``index``: only the rows of the first dim that ``index``
+        selects are read, then indexed with the rest of it."""
+        node = self._node(key, default)
+        if node is None:
+            return default
+        if self._format.is_group(node):
+            return self._get_str(key)[index]
         rows, rest = split_rows(index, self._batch_size)
-        return read_rows(self, rows)[rest]
+        return read_leaf(self, node, rows)[rest]
+
+    #: upstream refuses them: their copies would take writes that never reach the file
+    select, exclude = IndexView.select, IndexView.exclude
 
     def _set_at_index(self, index: Any, value: Any) -> None:
-        self._check_writable(index)
+        self._check_writable(index, in_place=True)
         batch = self._indexed_batch(index)
         if not is_tensor_collection(value):
             value = TensorDict(dict(value), batch_size=batch) if isinstance(value, Mapping) \
@@ -371,7 +379,7 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
         """Everything read into an ordinary in-memory TensorDict."""
-        return read_rows(self, None)
+        return read_all(self)
 
     def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDictBase:
         """An in-memory copy (``recurse=True``), or another PersistentTensorDict on the
