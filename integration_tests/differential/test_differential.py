@@ -1,0 +1,55 @@
+"""The differential harness as a test: every write case leaves what upstream leaves.
+
+Runs when ``TENSORDICT_UPSTREAM_PYTHON`` names the python of a venv holding upstream
+tensordict 0.15.3 (``tox -e differential`` builds one); skipped otherwise. A difference
+fails the test unless ``allowlist.ALLOWED`` lists that case with that kind; the failure
+prints the differences grouped by family (``compare.py --details`` prints the same).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import compare  # noqa: E402
+from allowlist import ALLOWED  # noqa: E402
+
+UPSTREAM = os.environ.get("TENSORDICT_UPSTREAM_PYTHON")
+
+
+@pytest.fixture(scope="module")
+def found(tmp_path_factory) -> list[compare.Difference]:
+    if not UPSTREAM:
+        pytest.skip("set TENSORDICT_UPSTREAM_PYTHON to the python of an upstream 0.15.3 venv")
+    up, ours = compare.run_both(UPSTREAM, sys.executable, tmp_path_factory.mktemp("runs"))
+    assert len(up) > 5000 and set(up) == set(ours), "both sides run every case"
+    return compare.differences(up, ours)
+
+
+def test_every_write_lands_as_upstreams(found: list[compare.Difference]) -> None:
+    not_allowed, _ = compare.split_allowed(found)
+    assert not not_allowed, (
+        f"{len(not_allowed)} cases differ from upstream:\n" + compare.report(not_allowed)
+    )
+
+
+def test_allowlist_is_exact(found: list[compare.Difference]) -> None:
+    _, allowed = compare.split_allowed(found)
+    stale = sorted(set(ALLOWED) - {d.id for d in allowed})
+    assert not stale, f"allowed but no longer differing (remove them): {stale}"
+
+
+def test_classify_names_a_silent_no_op() -> None:
+    """The comparison itself: a write upstream makes and ours drops is reported as such."""
+    before = {"entries": {"a": 0}}
+    up = {"before": before, "state": {"root": {"entries": {"a": 1}}}}
+    ours = {"before": before, "state": {"root": before}}
+    assert compare.classify(up, ours) == "ours writes nothing (silent no-op)"
+    raised = {"raised": "KeyError", "mro": ["KeyError", "LookupError", "Exception"]}
+    assert compare.classify({"raised": "LookupError"}, raised) is None
+    assert compare.classify({"raised": "ValueError"}, raised) == "another exception"
