@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
     from tensordict._lazy import LazyStackedTensorDict
     from tensordict._nontensor_stack import NonTensorStack
+    from tensordict._sub_tensordict import _SubTensorDict
     from tensordict._td import TensorDict
 
 C = TypeVar("C", bound=type)
@@ -204,12 +205,14 @@ def is_tensorclass(obj: Any) -> bool:
 class _Classes:
     """The core classes by name, each set by :func:`register_class` where it is defined."""
 
-    __slots__ = ("TensorDictBase", "TensorDict", "LazyStackedTensorDict", "NonTensorStack")
+    __slots__ = ("TensorDictBase", "TensorDict", "LazyStackedTensorDict", "NonTensorStack",
+                 "_SubTensorDict")
 
     TensorDictBase: type[TensorDictBase]
     TensorDict: type[TensorDict]
     LazyStackedTensorDict: type[LazyStackedTensorDict]
     NonTensorStack: type[NonTensorStack]
+    _SubTensorDict: type[_SubTensorDict]
 
 
 #: ``classes.TensorDict``, ``classes.LazyStackedTensorDict``... for the modules below them.

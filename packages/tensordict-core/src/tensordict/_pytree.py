@@ -426,12 +426,26 @@ def register_lazy_stack(cls: type) -> None:
         )
 
 
+def _flatten_sub(td: Any) -> tuple[list[Any], None]:
+    return [td._read()], None
+
+
+def _unflatten_sub(children: Any, context: None) -> Any:
+    """A view is rebuilt as the collection of the entries it read (as upstream's, a
+    TensorDict: the rebuilt leaves are not the parent's)."""
+    return next(iter(children))
+
+
 def register_nodes() -> None:
-    """Register ``TensorDict`` and ``LazyStackedTensorDict`` (once, by ``tensordict``'s
-    ``__init__``, after defining them)."""
+    """Register ``TensorDict``, ``LazyStackedTensorDict`` and the sub-TensorDict views
+    (once, by ``tensordict``'s ``__init__``, after defining them)."""
     pytree.register_pytree_node(
         classes.TensorDict, _flatten_td, _unflatten,
         serialized_type_name="tensordict.TensorDict",
         flatten_with_keys_fn=_flatten_with_keys,
     )
     register_lazy_stack(classes.LazyStackedTensorDict)
+    pytree.register_pytree_node(
+        classes._SubTensorDict, _flatten_sub, _unflatten_sub,
+        serialized_type_name="tensordict._SubTensorDict",
+    )

@@ -54,6 +54,7 @@ from tensordict._shapes import (
     masks_to_indices,
     normalize_index,
 )
+from tensordict._sub_tensordict import _SubTensorDict  # noqa: F401  (upstream's path)
 from tensordict._traverse import IndexLeaves, is_row_index, row_selector
 from tensordict._unbatched import UnbatchedTensor
 

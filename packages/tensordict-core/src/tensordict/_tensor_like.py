@@ -297,16 +297,18 @@ class TensorLikeMixin:
         return self
 
     def _get_sub_tensordict(self, idx: Any) -> Any:
-        """The entries at batch index ``idx``; for int, slice and ``None``/``...`` indices
-        the leaves are views, so in-place writes (``set_``, ``copy_``...) reach this
-        TensorDict.
+        """A view of the entries at batch index ``idx`` (any index) that writes through:
+        setting, updating, deleting or changing an entry in place changes this collection
+        at ``idx``; a new entry is created here, zeros outside ``idx`` (see
+        :mod:`tensordict._sub_tensordict`).
 
         >>> td = TensorDict(a=torch.zeros(3), batch_size=[3])
-        >>> _ = td._get_sub_tensordict(slice(0, 2)).set_("a", torch.ones(2))
+        >>> sub = td._get_sub_tensordict(torch.tensor([True, False, True]))
+        >>> sub["a"] = torch.ones(2)
         >>> td["a"]
-        tensor([1., 1., 0.])
+        tensor([1., 0., 1.])
         """
-        return self._index(idx)
+        return classes._SubTensorDict(self, idx)
 
     # -- construction from Python data ----------------------------------------------------
     @classmethod
