@@ -39,14 +39,20 @@ from tensordict._keys import (
     iter_values,
 )
 from tensordict._metadata import MetadataMixin
-from tensordict._nested_key import NestedKey, key_to_path, unravel_key
-from tensordict._nontensor import NonTensorData, unwrap_non_tensor
+from tensordict._nested_key import NestedKey, key_to_path
+from tensordict._nontensor import (
+    NonTensorData,
+    check_non_tensor_write,
+    is_non_tensor,
+    unwrap_non_tensor,
+)
 from tensordict._options import get_defaults_to_none
 from tensordict._plan import WritePlan, check_target, check_write
 from tensordict._pointwise import copy_matching_leaves
 from tensordict._resize_update import planned_resize
 from tensordict._restructure import RestructureMixin
 from tensordict._setitem import copy_matching_at, plan_leaf_at_index
+from tensordict._update_keys import Paths, paths_below, runs_through, selects, update_paths
 
 if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
@@ -319,7 +325,8 @@ class DictMixin(RestructureMixin, MetadataMixin):
         """Store ``value`` as non-tensor data, whatever its type."""
         path = key_to_path(key)
         parent = self._parent_of(path, create=True)
-        data = NonTensorData(value, batch_size=parent.batch_size, device=parent.device)
+        data = NonTensorData(value, batch_size=parent.batch_size, device=parent.device,
+                             names=parent._names)
         parent._set_str(path[-1], data, inplace=False, validated=True)
         return self
 
@@ -375,28 +382,26 @@ class DictMixin(RestructureMixin, MetadataMixin):
         >>> td.update({"a": {"c": torch.ones(())}})
         TensorDict(batch_size=[], fields={a: {b: f32[], c: f32[]}})
         """
+        paths = update_paths(keys_to_update)
         if input_dict_or_td is self:  # every entry is already there
             if self.is_locked and not ignore_lock:
                 raise errors.locked()
             return self
         if update_batch_size and hasattr(input_dict_or_td, "batch_size"):
-            resize = planned_resize(self, input_dict_or_td, clone, inplace, keys_to_update)
+            resize = planned_resize(self, input_dict_or_td, clone, inplace, paths)
             if resize is not None:
                 resize.run()
                 return self
-        self._update_plan(input_dict_or_td, clone, inplace, keys_to_update, non_blocking,
+        self._update_plan(input_dict_or_td, clone, inplace, paths, non_blocking,
                           update_batch_size).run()
         return self
 
-    def _update_plan(self, source: Any, clone: bool, inplace: bool,
-                     keys_to_update: Sequence[NestedKey] | None, non_blocking: bool,
-                     resize: bool = False) -> WritePlan:
-        """The checked writes of :meth:`update` (``resize``: its ``update_batch_size``)."""
-        allowed = None
-        if keys_to_update is not None:
-            allowed = {key_to_path(k) for k in keys_to_update}
+    def _update_plan(self, source: Any, clone: bool, inplace: bool, paths: Paths | None,
+                     non_blocking: bool, resize: bool = False) -> WritePlan:
+        """The checked writes of :meth:`update` of the entries that ``paths`` selects
+        (``resize``: its ``update_batch_size``)."""
         plan = WritePlan()
-        writes = self._plan_update(source, (), allowed, clone, inplace, resize)
+        writes = self._plan_update(source, (), paths, clone, inplace, resize)
         plan.call(self._write_entries, writes, inplace, non_blocking)
         return plan
 
@@ -412,18 +417,19 @@ class DictMixin(RestructureMixin, MetadataMixin):
             parent._set_str(key, value, inplace=inplace, validated=True,
                             non_blocking=non_blocking)
 
-    def _plan_update(self, source: Any, prefix: tuple[str, ...],
-                     allowed: set[tuple[str, ...]] | None, clone: bool, inplace: bool = False,
-                     resize: bool = False) -> list[tuple[tuple[str, ...], str, Any]]:
+    def _plan_update(self, source: Any, prefix: tuple[str, ...], paths: Paths | None,
+                     clone: bool, inplace: bool = False, resize: bool = False
+                     ) -> list[tuple[tuple[str, ...], str, Any]]:
         """Validated ``(parent path, key, value)`` writes for :meth:`update` (each one
-        allowed by the locks and, in place, fitting the entry it overwrites)."""
+        allowed by the locks and, in place, fitting the entry it overwrites): an entry a key
+        of ``paths`` runs through is merged into the sub-TensorDict there, or else written
+        whole."""
         is_mapping = isinstance(source, Mapping) or acts_as_tensordict(source)
         items = source.items() if is_mapping else source
         writes: list[tuple[tuple[str, ...], str, Any]] = []
         for key, value in items:
             path = prefix + ((key,) if key.__class__ is str else key_to_path(key))
-            if allowed is not None and not any(path[: len(a)] == a or a[: len(path)] == path
-                                               for a in allowed):
+            if paths is not None and not runs_through(paths, path):
                 continue
             parent = self if len(path) == 1 else self._planned_parent(path)
             if value.__class__ is not torch.Tensor and _is_mapping_like(value):
@@ -431,24 +437,20 @@ class DictMixin(RestructureMixin, MetadataMixin):
                 if getattr(target, "tensordicts", None) is not None:
                     # a lazy stack gives each part its slice of the input (which may be a
                     # lazy stack of ragged entries, never read as one)
-                    below = None if allowed is None or any(
-                        path[: len(a)] == a for a in allowed) else [
-                        a[len(path):] for a in allowed if a[: len(path)] == path]
+                    below = None if paths is None else paths_below(paths, path)
                     writes.append((path[:-1], path[-1],
                                    target._update_plan(value, clone, inplace, below, False)))
                     continue
                 if is_sub_tensordict(target):
                     planned = None
-                    if resize and hasattr(value, "batch_size") and allowed is None:
+                    if resize and hasattr(value, "batch_size") and paths is None:
                         planned = planned_resize(target, value, clone, inplace)
                     if planned is not None:  # the nested TensorDict takes value's batch size
                         writes.append((path[:-1], path[-1], planned))
                     else:
-                        writes += self._plan_update(value, path, allowed, clone, inplace,
+                        writes += self._plan_update(value, path, paths, clone, inplace,
                                                     resize)
                     continue
-            if allowed is not None and not any(path[: len(a)] == a for a in allowed):
-                continue
             name = path if len(path) > 1 else path[0]
             present = parent._get_str(path[-1], None)
             if parent._is_locked and (present is None or not inplace):
@@ -493,18 +495,22 @@ class DictMixin(RestructureMixin, MetadataMixin):
         ...     print(td["a"])
         tensor([0., 0.])
         """
-        if not clone and keys_to_update is None and \
-                copy_matching_leaves(self, input_dict_or_td, non_blocking):
-            return self  # same keys, same shapes: one checked copy of every leaf
-        self._plan_update_(input_dict_or_td, keys_to_update, clone, non_blocking).run()
+        if keys_to_update is None:
+            if not clone and copy_matching_leaves(self, input_dict_or_td, non_blocking):
+                return self  # same keys, same shapes: one checked copy of every leaf
+            paths = None
+        else:
+            paths = update_paths(keys_to_update)
+        self._plan_update_(input_dict_or_td, paths, clone, non_blocking).run()
         return self
 
-    def _plan_update_(self, source: Any, keys_to_update: Sequence[NestedKey] | None,
-                      clone: bool, non_blocking: bool) -> WritePlan:
-        """The checked copies of :meth:`update_`."""
+    def _plan_update_(self, source: Any, paths: Paths | None, clone: bool,
+                      non_blocking: bool) -> WritePlan:
+        """The checked copies of :meth:`update_` (of the leaves under ``paths``; without
+        them, an entry this TensorDict lacks is skipped unless all are, as upstream)."""
         plan = WritePlan()
-        for key, path, parent, value in self._existing_items(source, keys_to_update, clone,
-                                                             skip_missing=True):
+        for key, path, parent, value in self._existing_items(source, paths, clone,
+                                                             skip_missing=paths is None):
             parent._plan_set_(plan, path[-1], value, key, non_blocking)
         return plan
 
@@ -522,6 +528,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
                 is_sub_tensordict(present) or is_sub_tensordict(value):
             raise errors.inplace_mismatch(path, present, value)
         else:  # non-tensor data: its content is replaced in place
+            check_non_tensor_write(present, value, path)
             plan.call(partial(self._set_str, key, value, inplace=True, validated=True))
 
     def _plan_at_index(self, index: Any, value: Any) -> WritePlan:
@@ -541,16 +548,17 @@ class DictMixin(RestructureMixin, MetadataMixin):
         >>> td.update_at_({"a": 1.0, "n": {"b": 2.0}}, 1)["n", "b"]
         tensor([0., 2., 0.])
         """
+        paths = update_paths(keys_to_update)
         if acts_as_tensordict(input_dict_or_td):  # one indexed write, part by part
-            source = input_dict_or_td if keys_to_update is None else \
-                input_dict_or_td.select(*keys_to_update, strict=False)
+            source = input_dict_or_td if paths is None else \
+                input_dict_or_td.select(*paths, strict=False)
             if copy_matching_at(self, idx, source):
                 return self  # the same keys, every leaf fitting: one checked copy
             self._require_entries(source, ())
             self._set_at_index(idx, source)
             return self
         plan = WritePlan()
-        for _, path, _, value in self._existing_items(input_dict_or_td, keys_to_update, clone):
+        for _, path, _, value in self._existing_items(input_dict_or_td, paths, clone):
             plan.extend(self._plan_write_at(path, idx, value))
         plan.run()
         return self
@@ -621,24 +629,22 @@ class DictMixin(RestructureMixin, MetadataMixin):
             return self.get(key, *args, **kwargs)
         return value[index]
 
-    def _existing_items(self, source: Any, keys_to_update: Sequence[NestedKey] | None,
-                        clone: bool, skip_missing: bool = False
+    def _existing_items(self, source: Any, paths: Paths | None, clone: bool,
+                        skip_missing: bool = False
                         ) -> list[tuple[NestedKey, tuple[str, ...], Any, Any]]:
-        """``(key, path, parent, value)`` for the leaves of ``source`` (those of
-        ``keys_to_update``) to write in place; ``parent`` holds it. An entry this
-        TensorDict lacks raises KeyError naming it; with ``skip_missing`` (``update_``, as
-        upstream) it is skipped, unless they are all missing."""
-        wanted = None if keys_to_update is None else {unravel_key(k) for k in keys_to_update}
+        """``(key, path, parent, value)`` for the leaves of ``source`` (those under
+        ``paths``) to write in place; ``parent`` holds it. An entry this TensorDict lacks
+        raises KeyError naming it; with ``skip_missing`` it is skipped, unless they are all
+        missing."""
         items = []
         missing: KeyError | None = None
         for key, value in _flat_items(source):
-            if wanted is not None and unravel_key(key) not in wanted:
-                if not isinstance(value, classes.LazyStackedTensorDict):
-                    continue
-                value = _select_below(value, key_to_path(key), wanted)
-                if value is None:
-                    continue
             path = key_to_path(key)
+            if paths is not None and not selects(paths, path):
+                below = paths_below(paths, path)  # a lazy stack is one entry: its part
+                if not below or not isinstance(value, classes.LazyStackedTensorDict):
+                    continue
+                value = value.select(*below, strict=False)
             try:
                 parent = self._existing_parent(path)  # KeyError naming the missing key
             except KeyError as err:
@@ -694,18 +700,11 @@ def _flat_items(source: Any) -> Iterable[tuple[NestedKey, Any]]:
         return _leaves_and_lazy_nodes(source, ())
     out: list[tuple[NestedKey, Any]] = []
     for key, value in source.items():
-        if isinstance(value, Mapping):
+        if isinstance(value, Mapping) and not is_non_tensor(value):
             out += [((key, *key_to_path(k)), v) for k, v in _flat_items(value)]
         else:
             out.append((key, value))
     return out
-
-
-def _select_below(stack: Any, path: tuple[str, ...], wanted: set[Any]) -> Any:
-    """The part of the lazy stack at ``path`` that ``wanted`` keys name (None if none)."""
-    below = [key[len(path):] for key in wanted
-             if isinstance(key, tuple) and key[:len(path)] == path and len(key) > len(path)]
-    return stack.select(*below, strict=False) if below else None
 
 
 def _leaves_and_lazy_nodes(td: Any, prefix: tuple[str, ...]) -> list[tuple[NestedKey, Any]]:

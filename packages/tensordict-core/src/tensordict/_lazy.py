@@ -356,9 +356,9 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
         kind = type(first)
         if getattr(kind, "_is_tensorclass", False) and all(type(v) is kind for v in values):
             parts = [value._tensordict for value in values]
-            return kind._from_tensordict(LazyStackedTensorDict._from_entries(parts,
-                                                                           self._stack_dim))
-        stack = LazyStackedTensorDict._from_entries(values, self._stack_dim)
+            return kind._from_tensordict(LazyStackedTensorDict._from_entries(
+                parts, self._stack_dim, self._stack_dim_name))
+        stack = LazyStackedTensorDict._from_entries(values, self._stack_dim, self._stack_dim_name)
         if self._is_locked:  # a view of locked parts: unlocked only with this stack
             stack._is_locked = LOCKED_BY_PARENT
         return stack
@@ -503,7 +503,7 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
         return self
 
     def _update_plan(self, source: Any, clone: bool, inplace: bool,
-                     keys_to_update: Sequence[NestedKey] | None, non_blocking: bool,
+                     paths: frozenset[tuple[str, ...]] | None, non_blocking: bool,
                      resize: bool = False) -> WritePlan:
         """:meth:`update`: each part takes its slice of the input; every part's writes are
         checked before the first one. A TensorDict of tensors is unbound leaf by leaf and,
@@ -513,7 +513,7 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
         pieces = None
         if source.__class__ is dict and -1 not in self._batch_size:  # (as _split_other would)
             source = self._validate_value(source, "<other>")
-        if source.__class__ is TensorDict and not (clone or inplace) and keys_to_update is None:
+        if source.__class__ is TensorDict and not (clone or inplace) and paths is None:
             pieces = self._unbind_entries(source)
             if pieces is not None:
                 writes: list[tuple[dict[str, Any], str, Any]] = []
@@ -526,7 +526,7 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
         if pieces is None:
             pieces = self._split_other(source)
         for td, piece in zip(self.tensordicts, pieces):
-            plan.extend(td._update_plan(piece, clone, inplace, keys_to_update, non_blocking))
+            plan.extend(td._update_plan(piece, clone, inplace, paths, non_blocking))
         return plan
 
     def _unbind_entries(self, source: TensorDict) -> list[TensorDict] | None:

@@ -211,17 +211,17 @@ class LazyDictMixin:
         self._device = None
         return self._each_("clear_device_")
 
-    def _plan_update_(self, source: Any, keys_to_update: Sequence[NestedKey] | None,
+    def _plan_update_(self, source: Any, paths: frozenset[tuple[str, ...]] | None,
                       clone: bool, non_blocking: bool) -> WritePlan:
         """:meth:`update_`: a lazy stack along the same dim writes part by part (its parts
         may differ in shape), any other input leaf by leaf."""
         if not (isinstance(source, classes.LazyStackedTensorDict)
                 and source.stack_dim == self.stack_dim
                 and source.batch_size == self.batch_size):
-            return super()._plan_update_(source, keys_to_update, clone, non_blocking)
+            return super()._plan_update_(source, paths, clone, non_blocking)
         plan = WritePlan()
         for td, piece in zip(self.tensordicts, source.tensordicts):
-            plan.extend(td._plan_update_(piece, keys_to_update, clone, non_blocking))
+            plan.extend(td._plan_update_(piece, paths, clone, non_blocking))
         return plan
 
     def get_nestedtensor(self, key: NestedKey, default: Any = NO_DEFAULT, *,

@@ -116,6 +116,13 @@ class NonTensorData(NonTensorDataBase):
     def names(self) -> list[str | None]:
         return list(self._names) if self._names else [None] * len(self._batch_size)
 
+    @names.setter
+    def names(self, value: Sequence[str | None] | None) -> None:
+        if value is not None and len(value) != len(self._batch_size):
+            raise ValueError(f"{len(value)} names {list(value)} given for a batch size of "
+                             f"{len(self._batch_size)} dims")
+        self._names = tuple(value) if value is not None and any(value) else None
+
     @property
     def dtype(self) -> None:
         """None: a Python object has no tensor dtype (as upstream, also for a tensor).
@@ -508,6 +515,34 @@ def is_non_tensor(obj: Any) -> bool:
     """True for NonTensorData and NonTensorStack instances."""
     cls = obj.__class__
     return cls is not torch.Tensor and getattr(cls, "_is_non_tensor", False)
+
+
+def check_non_tensor_write(present: Any, value: Any, key: Any) -> None:
+    """Raise InplaceWriteError, naming ``key``, unless :func:`write_non_tensor_` can write
+    ``value`` into the non-tensor entry ``present``."""
+    if not is_non_tensor(value) or (isinstance(present, NonTensorData) and
+                                    not isinstance(value, NonTensorData)):
+        raise errors.inplace_mismatch(key, present, value)
+
+
+def write_non_tensor_(present: Any, value: Any, key: Any) -> None:
+    """Write the non-tensor ``value`` into the existing non-tensor entry ``present`` in
+    place (the one in-place write of non-tensor data: ``set_``, ``update_``,
+    ``set(..., inplace=True)``, ``copy_`` reach it through ``_set_str``). A NonTensorData
+    takes the object of a NonTensorData; a NonTensorStack takes the elements of a stack,
+    or one object for all its elements (as upstream). Anything else raises
+    InplaceWriteError, nothing written.
+
+    >>> entry = NonTensorData("a", batch_size=[2])
+    >>> write_non_tensor_(entry, NonTensorData("b", batch_size=[2]), "s")
+    >>> entry.data
+    'b'
+    """
+    check_non_tensor_write(present, value, key)
+    if isinstance(present, NonTensorData):
+        present.data = value.data  # a leaf shared with a lazy stack writes it through
+    else:
+        present._set_at_index((), value)
 
 
 def unwrap_non_tensor(value: Any) -> Any:

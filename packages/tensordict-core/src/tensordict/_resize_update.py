@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection
 from typing import Any
 
 import torch
@@ -40,7 +40,7 @@ _PREFIX_WARNING = (
 
 
 def planned_resize(dest: Any, source: Any, clone: bool, inplace: bool,
-                   keys_to_update: Sequence[Any] | None = None) -> WritePlan | None:
+                   keys_to_update: Collection[Any] | None = None) -> WritePlan | None:
     """The checked write of ``dest.update(source, update_batch_size=True)`` if it changes
     ``dest``'s batch size (raises, before any change, if it cannot); None when the
     ordinary update applies."""

@@ -304,9 +304,10 @@ class _IndexWriter:
 
 def _written_non_tensor(td: Any, key: str, index: Any, source: Any) -> Any:
     """The non-tensor entry ``td[key]`` after writing ``source`` at ``index``: one shared
-    value while all writes agree, a NonTensorStack once they differ."""
+    value while all writes agree (or when ``td`` has no batch dims, one element), a
+    NonTensorStack once they differ."""
     current = td._get_str(key, None)
-    if isinstance(source, NonTensorData) and (current is None or (
+    if isinstance(source, NonTensorData) and (current is None or not td.batch_size or (
             isinstance(current, NonTensorData) and same_value(current.data, source.data))):
         return NonTensorData(source.data, batch_size=td.batch_size, device=td.device)
     if current is None:

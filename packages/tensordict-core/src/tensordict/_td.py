@@ -41,7 +41,7 @@ from tensordict._keys import (
 from tensordict._map import MapMixin
 from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nested_key import NestedKey, is_flat_path
-from tensordict._nontensor import NonTensorData, unwrap_non_tensor
+from tensordict._nontensor import NonTensorData, unwrap_non_tensor, write_non_tensor_
 from tensordict._options import list_to_stack
 from tensordict._plan import check_target, check_write
 from tensordict._repr import tensordict_repr
@@ -638,10 +638,10 @@ class TensorDict(MapMixin, TensorDictBase):
             device = self._device
             if device is not None and value.device != device:
                 value = value.to(device, non_blocking=non_blocking)
-            return value
+            return value if self._names is None else self._named(value, key)
         if len(value_size) < n and batch_size[: len(value_size)] == value_size:
             if getattr(value, "_is_non_tensor", False) and isinstance(value, NonTensorData):
-                return value._rebatch(batch_size)
+                return self._fit_collection(value._rebatch(batch_size), key, non_blocking)
             widened = value.copy()
             try:
                 widened.batch_size = batch_size
@@ -649,6 +649,25 @@ class TensorDict(MapMixin, TensorDictBase):
                 raise errors.batch_mismatch(key, value_size, batch_size) from None
             return self._fit_collection(widened, key, non_blocking)
         raise errors.batch_mismatch(key, value_size, batch_size)
+
+    def _named(self, value: Any, key: str) -> Any:
+        """``value`` (a collection of this batch size, or longer) with this TensorDict's dim
+        names on its leading dims: a renamed copy (its leaves shared), as upstream; a
+        RuntimeError naming ``key`` where a name differs."""
+        names = self._names
+        theirs = value.names
+        merged = [mine if mine is not None else their for mine, their in zip(names, theirs)]
+        if any(their is not None and their != mine for mine, their in zip(merged, theirs)):
+            raise RuntimeError(f"refine_names: cannot coerce TensorDict names {theirs} with "
+                               f"{list(names)} (setting {key!r})")
+        merged += theirs[len(names):]
+        if merged == theirs:
+            return value
+        if isinstance(value, NonTensorData):
+            return value._rebatch(value.batch_size, names=merged)
+        value = value.copy()
+        value.names = merged
+        return value
 
     def _del_str(self, key: str) -> None:
         if self._is_locked:
@@ -761,9 +780,11 @@ def _merge_writes(target: TensorDict, source: TensorDict,
                   ) -> list[tuple[dict[str, Any], str, Any]] | None:
     """The stores of ``target.update(source)`` when nothing needs checking: ``source``'s
     values already fit a batch size that extends ``target``'s, on its device, and no
-    sub-TensorDict of ``target`` it writes into is locked. None when one does."""
+    sub-TensorDict of ``target`` it writes into is locked or named (its names go to the
+    sub-TensorDicts written). None when one does."""
     size, device = target._batch_size, target._device
-    if target._is_locked or source._batch_size[: len(size)] != size or (
+    if target._is_locked or target._names is not None or \
+            source._batch_size[: len(size)] != size or (
             device is not None and source._device != device):
         return None
     entries = target._tensordict

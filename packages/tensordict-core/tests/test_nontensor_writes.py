@@ -1,0 +1,154 @@
+"""In-place writes of non-tensor data land, or raise with nothing written.
+
+A NonTensorStack or NonTensorData (or a plain object) written by ``update_``,
+``update_at_``, ``set_``, ``set_at_``, ``set(inplace=True)``, ``update(inplace=True)``,
+``copy_`` or ``td[idx] = ...``, from a dict or a TensorDict, into dense, nested and
+lazy-stacked TensorDicts: each test reads back what is left behind.
+"""
+
+import pytest
+import torch
+
+from tensordict import LazyStackedTensorDict, NonTensorData, NonTensorStack, TensorDict
+
+
+def _stack_entry():
+    return TensorDict({"s": NonTensorStack("x", "y", "z"), "a": torch.zeros(3)}, [3])
+
+
+def _data_entry():
+    td = TensorDict({"a": torch.zeros(3)}, [3])
+    td.set_non_tensor("s", "x")
+    return td
+
+
+def _lazy():
+    return LazyStackedTensorDict.lazy_stack(
+        [TensorDict({"s": NonTensorData(c), "a": torch.zeros(())}, []) for c in "xyz"], 0)
+
+
+def _nested():
+    return TensorDict({"n": _stack_entry()}, [3])
+
+
+_TARGETS = {"stack": _stack_entry, "lazy": _lazy}
+
+
+def _strings(td, key="s"):
+    return td.get(key).tolist()
+
+
+def _full_write(td, how, value, key="s"):
+    if how == "update_ dict":
+        td.update_({key: value} if isinstance(key, str) else {key[0]: {key[1]: value}})
+    elif how == "update_ td":
+        td.update_(TensorDict({key: value}, [3]))
+    elif how == "update inplace":
+        td.update({key: value}, inplace=True)
+    elif how == "set_":
+        td.set_(key, value)
+    elif how == "set inplace":
+        td.set(key, value, inplace=True)
+    elif how == "update_at_ all":
+        td.update_at_({key: value}, slice(None))
+    elif how == "copy_":
+        td.copy_(td.clone().set_(key, value))
+
+
+_FULL = ["update_ dict", "update_ td", "update inplace", "set_", "set inplace",
+         "update_at_ all", "copy_"]
+
+
+@pytest.mark.parametrize("target", sorted(_TARGETS))
+@pytest.mark.parametrize("how", _FULL)
+def test_a_stack_written_in_place_lands(target, how):
+    td = _TARGETS[target]()
+    _full_write(td, how, NonTensorStack("p", "q", "r"))
+    assert _strings(td) == ["p", "q", "r"]
+
+
+@pytest.mark.parametrize("how", ["update_ dict", "set_", "update_at_ all"])
+def test_a_stack_written_into_a_nested_entry_lands(how):
+    td = _nested()
+    _full_write(td, how, NonTensorStack("p", "q", "r"), key=("n", "s"))
+    assert _strings(td, ("n", "s")) == ["p", "q", "r"]
+
+
+@pytest.mark.parametrize("target", sorted(_TARGETS))
+@pytest.mark.parametrize("how", [h for h in _FULL if h != "update_at_ all"])
+@pytest.mark.parametrize("value", ["p", NonTensorData("p"), NonTensorData("p", batch_size=[3])],
+                         ids=["str", "data", "batched-data"])
+def test_one_object_written_into_a_stack_fills_every_element(target, how, value):
+    td = _TARGETS[target]()
+    _full_write(td, how, value)
+    assert _strings(td) == ["p", "p", "p"]
+
+
+def test_the_stack_entry_is_written_in_place():
+    td = _stack_entry()
+    entry = td.get("s")
+    td.update_({"s": NonTensorStack("p", "q", "r")})
+    assert td.get("s") is entry and entry.tolist() == ["p", "q", "r"]
+
+
+@pytest.mark.parametrize("how", ["update_ dict", "update_ td", "update inplace", "set_",
+                                 "set inplace"])
+def test_a_stack_into_a_data_entry_raises_and_writes_nothing(how):
+    td = _data_entry()
+    with pytest.raises(RuntimeError, match="NonTensorStack"):
+        _full_write(td, how, NonTensorStack("p", "q", "r"))
+    assert td.get("s").data == "x" and td.get("a").sum() == 0
+
+
+def test_a_failed_update__writes_no_other_entry():
+    td = _data_entry()
+    with pytest.raises(RuntimeError, match="NonTensorStack"):
+        td.update_({"a": torch.ones(3), "s": NonTensorStack("p", "q", "r")})
+    assert td.get("s").data == "x" and td.get("a").sum() == 0
+
+
+_INDICES = {"slice": (slice(0, 2), ["p", "q", "z"]),
+            "mask": (torch.tensor([True, False, True]), ["p", "y", "q"])}
+
+
+@pytest.mark.parametrize("target", sorted(_TARGETS))
+@pytest.mark.parametrize("index", sorted(_INDICES))
+@pytest.mark.parametrize("how", ["update_at_ dict", "update_at_ td", "set_at_", "setitem"])
+def test_a_stack_written_at_an_index_lands(target, index, how):
+    td = _TARGETS[target]()
+    idx, expected = _INDICES[index]
+    value = NonTensorStack("p", "q")
+    if how == "update_at_ dict":
+        td.update_at_({"s": value}, idx)
+    elif how == "update_at_ td":
+        td.update_at_(TensorDict({"s": value}, [2]), idx)
+    elif how == "set_at_":
+        td.set_at_("s", value, idx)
+    else:
+        td[idx] = TensorDict({"s": value, "a": torch.ones(2)}, [2])
+    assert _strings(td) == expected
+
+
+@pytest.mark.parametrize("how", ["update_at_ dict", "set_at_", "setitem"])
+@pytest.mark.parametrize("value", ["p", NonTensorData("p")], ids=["str", "data"])
+def test_one_object_written_at_an_int_into_a_lazy_stack_lands(how, value):
+    td = _lazy()
+    if how == "update_at_ dict":
+        td.update_at_({"s": value}, 0)
+    elif how == "set_at_":
+        td.set_at_("s", value, 0)
+    else:
+        td[0] = TensorDict({"s": value, "a": torch.ones(())}, [])
+    assert _strings(td) == ["p", "y", "z"]
+
+
+def test_a_stack_written_at_a_slice_of_a_data_entry_makes_it_a_stack():
+    td = _data_entry()
+    td.update_at_({"s": NonTensorStack("p", "q")}, slice(0, 2))
+    assert _strings(td) == ["p", "q", "x"]
+
+
+def test_a_view_update__writes_the_stack_through():
+    td = _stack_entry()
+    td[0:2].update_({"s": NonTensorStack("p", "q")})
+    assert _strings(td) == ["p", "q", "z"]
