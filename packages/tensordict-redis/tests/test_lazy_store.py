@@ -57,11 +57,11 @@ def test_upstream_layout(store, server):
 
 
 def test_element_writes_reach_the_server(store, server):
-    store[0]["a"] = torch.full((4,), 7.0)  # another shape
+    store[0]["a"] = torch.full((2,), 7.0)  # (in place: another shape raises, as upstream)
     store[1] = {"b": torch.zeros(3)}
     store["c"] = torch.arange(2)
     again = LazyStackedTensorDictStore.from_store(td_id=store._td_id, **server)
-    assert again[0]["a"].tolist() == [7.0] * 4
+    assert again[0]["a"].tolist() == [7.0] * 2
     assert again["b"][1].tolist() == [0.0, 0.0, 0.0]
     assert again[1]["c"].item() == 1
     del again["c"]

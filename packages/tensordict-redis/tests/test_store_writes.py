@@ -32,7 +32,7 @@ MASK = torch.tensor([True, False, True, False])
 VIEW_WRITES = {
     "s[0].add_(100)": lambda t: t[0].add_(100),
     "s[2:].zero_()": lambda t: t[2:].zero_(),
-    "s[1].set_('a', ...)": lambda t: t[1].set_("a", torch.ones(2)),
+    "s[1].set_('a', ...)": lambda t: t[1].set_("a", torch.full((2,), 6.0)),
     "s[0]['a'] = 5": lambda t: t[0].__setitem__("a", 5),  # (see EXPECTED)
     "s[1:3].update_(...)": lambda t: t[1:3].update_({"a": torch.full((2, 2), 3.0)}),
     "s[mask].add_(3)": lambda t: t[MASK].add_(3),
@@ -217,3 +217,86 @@ def test_index_views_of_a_stacked_store_write_through(server):
     expected[0:1].add_(5)
     expected[:, 2].zero_()
     assert_same(got.to_tensordict(), expected.to_tensordict())
+
+
+def ragged_store(server):
+    stack = lazy_stack([TensorDict(a=torch.zeros(2), r=torch.zeros(2)),
+                        TensorDict(a=torch.ones(2), r=torch.ones(3))])
+    return stack.to_store(**server)
+
+
+def read_elements(store, server):
+    again = LazyStackedTensorDictStore.from_store(td_id=store._td_id, **server)
+    return [again[i].to_tensordict() for i in range(2)]
+
+
+STACKED_STORE_WRITES = {
+    "set_ bf16": (lambda s: s.set_("a", torch.full((2, 2), 1.5, dtype=torch.bfloat16)),
+                  [[1.5, 1.5], [1.5, 1.5]]),
+    "update_ bf16": (lambda s: s.update_({"a": torch.full((2, 2), 1.5,
+                                                          dtype=torch.bfloat16)}),
+                     [[1.5, 1.5], [1.5, 1.5]]),
+    "element set_ bf16": (lambda s: s[0].set_("a", torch.full((2,), 1.5,
+                                                              dtype=torch.bfloat16)),
+                          [[1.5, 1.5], [1.0, 1.0]]),
+    "element setitem number": (lambda s: s[0].__setitem__("a", 5.0),
+                               [[5.0, 5.0], [1.0, 1.0]]),
+    "index view add_": (lambda s: s[0:1].add_(3), [[3.0, 3.0], [1.0, 1.0]]),
+    "index view zero_": (lambda s: s[torch.tensor([False, True])].zero_(),
+                         [[0.0, 0.0], [0.0, 0.0]]),
+}
+
+
+@pytest.mark.parametrize("write", list(STACKED_STORE_WRITES))
+def test_stacked_store_writes_keep_shapes_and_dtypes(server, write):
+    op, expected = STACKED_STORE_WRITES[write]
+    store = ragged_store(server)
+    op(store)
+    elements = read_elements(store, server)
+    assert [element["a"].tolist() for element in elements] == expected
+    assert all(element["a"].dtype == torch.float32 for element in elements)
+
+
+@pytest.mark.parametrize("write", [
+    lambda s: s.set_("a", torch.ones(2, 3)),
+    lambda s: s.update_({"a": torch.ones(2, 3)}),
+    lambda s: s[0].set_("a", torch.ones(3)),
+    lambda s: s[0].__setitem__("a", torch.ones(3)),
+    lambda s: s[1].update({"r": torch.ones(2)}),
+])
+def test_stacked_store_bad_writes_change_nothing(server, write):
+    store = ragged_store(server)
+    with pytest.raises(RuntimeError, match="shape"):
+        write(store)
+    elements = read_elements(store, server)
+    assert [element["a"].tolist() for element in elements] == [[0.0, 0.0], [1.0, 1.0]]
+    assert [element["r"].tolist() for element in elements] == [[0.0, 0.0], [1.0] * 3]
+
+
+def test_stacked_store_select_and_exclude_raise_as_upstream(server):
+    store = ragged_store(server)
+    for target in (store, store[0]):
+        with pytest.raises(NotImplementedError, match="Cannot call select"):
+            target.select("a")
+        with pytest.raises(NotImplementedError, match="Cannot call exclude"):
+            target.exclude("a")
+
+
+def test_update__writes_non_tensor_data_with_the_tensors(server):
+    td = sample()
+    td.set_non_tensor("s", "orig")
+    store = td.to_store(**server)
+    store.update_({"s": "new", "a": torch.ones(4, 2)})
+    got = TensorDictStore.from_store(td_id=store._td_id, **server)
+    assert got["s"] == "new" and got["a"].sum().item() == 8.0
+    with pytest.raises(RuntimeError, match="shape"):
+        store.update_({"s": "newer", "a": torch.ones(4, 3)})
+    assert got["s"] == "new"
+
+
+def test_element_update__writes_every_entry(server):
+    store = ragged_store(server)
+    store[1].update_({"a": torch.full((2,), 4.0), "r": torch.full((3,), 5.0)})
+    elements = read_elements(store, server)
+    assert elements[1]["a"].tolist() == [4.0, 4.0] and elements[1]["r"].tolist() == [5.0] * 3
+    assert elements[0]["a"].tolist() == [0.0, 0.0]

@@ -36,14 +36,21 @@ from tensordict import (
     maybe_dense_stack,
 )
 from tensordict.base import NO_DEFAULT
-from tensordict.storage import IndexView, WriteBackMixin
+from tensordict.storage import IndexView, WriteBackMixin, check_fits
 from tensordict.store import _codec
 from tensordict.store._codec import SEPARATOR
 from tensordict.store._connection import connect, connection_kwargs
-from tensordict.store._store import STORE_BACKENDS, StoreHandle, _leaves, _Shared
+from tensordict.store._store import (
+    STORE_BACKENDS,
+    StoreHandle,
+    StoreMixin,
+    StoreRows,
+    _leaves,
+    _Shared,
+)
 
 
-class LazyStackedTensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
+class LazyStackedTensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
     """``count`` TensorDicts of batch size ``inner_batch_size`` stacked along dim 0,
     kept in Redis. ``store[i]`` is a view of element ``i`` (reads and writes reach the
     server); a key whose elements share their shape reads as one stacked tensor.
@@ -162,19 +169,14 @@ class LazyStackedTensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
 
     def _set_str(self, key: str, value: Any, *, inplace: bool, validated: bool,
                  non_blocking: bool = False) -> LazyStackedTensorDictStore:
-        if self._is_locked:
+        """Store ``value`` (its first dim is the stack) at ``key``: in place (``set_``),
+        each element keeps its stored shape and dtype (values converted; RuntimeError,
+        nothing written, if one does not fit); otherwise it replaces what was stored."""
+        if self._is_locked and not inplace:
             raise errors.locked("modify", key)
         if SEPARATOR in key:
             raise ValueError(f"a key of a store cannot contain {SEPARATOR!r}: got {key!r}")
-        batch = self.batch_size
-        shape = value.shape if isinstance(value, torch.Tensor) else getattr(
-            value, "batch_size", batch)
-        if tuple(shape[:len(batch)]) != tuple(batch):
-            raise errors.batch_mismatch(key, shape, batch)
-        parts = list(value.unbind(0)) if isinstance(value, torch.Tensor) or \
-            is_tensor_collection(value) else [value] * self._count
-        elements = [TensorDict({key: part}, batch_size=self._inner) for part in parts]
-        self._write_keys(elements)
+        self._write_keys(self._per_element(key, value), in_place=inplace)
         return self
 
     def _del_str(self, key: str) -> None:
@@ -193,10 +195,34 @@ class LazyStackedTensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
         return self
 
     # -- storage -----------------------------------------------------------------------
-    def _write_keys(self, elements: list[TensorDictBase]) -> None:
+    def _write_keys(self, elements: list[TensorDictBase], in_place: bool = False) -> None:
         """Store the keys of ``elements`` (one TensorDict per element, same keys), in
-        one transaction, replacing those keys wholly."""
-        shared, space = self._shared, self._shared.space
+        one transaction, replacing those keys wholly; ``in_place``, a stored tensor keeps
+        the shape and dtype of each of its elements (:meth:`_fit`)."""
+        self._store(self._encode(elements, in_place))
+
+    def _plan_set_(self, plan: Any, key: str, value: Any, path: Any,
+                   non_blocking: bool) -> None:
+        """The in-place write of ``set_``/``update_``: checked now, stored when ``plan``
+        runs."""
+        plan.call(self._store, self._encode(self._per_element(key, value), in_place=True))
+
+    def _per_element(self, key: str, value: Any) -> list[TensorDict]:
+        """``{key: value[i]}`` for each element ``i`` (a value that is no tensor or
+        collection goes to every element)."""
+        batch = self.batch_size
+        shape = value.shape if isinstance(value, torch.Tensor) else getattr(
+            value, "batch_size", batch)
+        if tuple(shape[:len(batch)]) != tuple(batch):
+            raise errors.batch_mismatch(key, shape, batch)
+        parts = list(value.unbind(0)) if isinstance(value, torch.Tensor) or \
+            is_tensor_collection(value) else [value] * self._count
+        return [TensorDict({key: part}, batch_size=self._inner) for part in parts]
+
+    def _encode(self, elements: list[TensorDictBase],
+                in_place: bool) -> list[tuple[str, dict[str, str], bytes, bytes | None]]:
+        """The checked writes of :meth:`_write_keys`: ``(key, meta, data, offsets)``."""
+        shared = self._shared
         per_key: dict[str, list[Any]] = {}
         for element in elements:
             for key, value in _leaves(element):
@@ -205,7 +231,14 @@ class LazyStackedTensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
         for key, values in per_key.items():
             if len(values) != self._count:
                 raise KeyError(f"the entry {key!r} is missing from some elements of the stack")
+            if in_place and key in shared.leaf_keys():
+                values = self._fit(key, values)
             writes.append((key, *_encode_elements(key, values)))
+        return writes
+
+    def _store(self, writes: list[tuple[str, dict[str, str], bytes, bytes | None]]) -> None:
+        """Perform the writes of :meth:`_encode` in one transaction."""
+        shared, space = self._shared, self._shared.space
         pipe = shared.pipeline(transaction=True)
         for key, meta, data, index in writes:
             pipe.delete(space + "m:" + key, space + "d:" + key + ":idx")
@@ -217,6 +250,24 @@ class LazyStackedTensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
             pipe.sadd(space + "__keys__", *[key for key, *_ in writes])
         shared.run(pipe.execute)
         shared.forget([key for key, *_ in writes], added=True)
+
+    def _fit(self, key: str, values: list[Any]) -> list[Any]:
+        """``values`` (one per element) written over the stored tensor ``key``: each
+        checked against its element's shape (RuntimeError naming the key and element)
+        and converted to the stored dtype."""
+        (meta,) = self._shared.metas([key])
+        if _codec.is_non_tensor(meta):
+            return values
+        dtype = _codec.dtype_of(meta)
+        out = []
+        shapes = _element_shapes(meta, self._count)
+        for position, (value, shape) in enumerate(zip(values, shapes)):
+            if not isinstance(value, torch.Tensor):
+                raise TypeError(f"cannot write a {type(value).__name__} in place of the "
+                                f"tensor {key!r}")
+            check_fits(value.shape, shape, key, position)
+            out.append(value.expand(shape).to(dtype))
+        return out
 
     def _delete(self, keys: list[str]) -> None:
         shared, space = self._shared, self._shared.space
@@ -273,7 +324,7 @@ class LazyStackedTensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
                 raise IndexError(f"index {index} is out of range for a stack of "
                                  f"{self._count}")
             return _Element(self, int(index) % self._count)
-        return IndexView(self, index)
+        return StoreRows(self, index)
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, str):
@@ -289,10 +340,23 @@ class LazyStackedTensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
             return
         local = self.to_tensordict()
         local[index] = value
-        self._write_keys(list(local.unbind(0)))
+        self._write_keys(list(local.unbind(0)), in_place=True)
 
     def _write_back(self, local: Any) -> None:
-        self._write_keys(list(local.unbind(0)))
+        self._write_keys(list(local.unbind(0)), in_place=True)
+
+    def _read_at(self, index: Any) -> TensorDictBase:
+        """``self[index]`` read into memory (one round trip)."""
+        return self.to_tensordict()[index]
+
+    def _get_at_str(self, key: str, index: Any, default: Any = NO_DEFAULT) -> Any:
+        """The entry ``key`` at ``index``, read alone (its elements may differ in shape
+        where the index keeps one of them)."""
+        keys = [k for k in sorted(self._shared.leaf_keys())
+                if k == key or k.startswith(key + SEPARATOR)]
+        if not keys:
+            return super()._get_at_str(key, index, default)
+        return self.to_tensordict(keys)[index].get(key)
 
     def __repr__(self) -> str:
         return (f"LazyStackedTensorDictStore(keys={list(self._keys_str())}, "
@@ -300,7 +364,7 @@ class LazyStackedTensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
                 f"device={self._device}, backend='redis', td_id={self._shared.td_id!r})")
 
 
-class _Element(WriteBackMixin, TensorDictBase):
+class _Element(StoreMixin, WriteBackMixin, TensorDictBase):
     """Element ``position`` of a LazyStackedTensorDictStore: reads and writes reach the
     server."""
 
@@ -339,8 +403,7 @@ class _Element(WriteBackMixin, TensorDictBase):
         if key in self._stack._shared.leaf_keys():
             (meta,) = self._stack._shared.metas([key])
             if not _codec.is_non_tensor(meta):
-                shape = json.loads(meta["shapes"])[self._position] \
-                    if meta.get("homogeneous") == "0" else _codec.shape_of(meta)[1:]
+                shape = _element_shapes(meta, self._stack._count)[self._position]
                 return torch.empty(shape, dtype=_codec.dtype_of(meta), device="meta")
         return self._get_str(key, default)
 
@@ -358,15 +421,29 @@ class _Element(WriteBackMixin, TensorDictBase):
         self._update({key: value})
         return self
 
+    def _plan_set_(self, plan: Any, key: str, value: Any, path: Any,
+                   non_blocking: bool) -> None:
+        """The in-place write of ``set_``/``update_``: checked now, stored when ``plan``
+        runs."""
+        plan.call(self._stack._store, self._encode({key: value}))
+
     def _update(self, entries: dict[str, Any]) -> None:
-        if self._is_locked:
-            raise errors.locked("modify")
+        self._stack._store(self._encode(entries))
+
+    def _encode(self, entries: dict[str, Any]) -> list[Any]:
+        """The checked writes of ``entries`` into this element: over a stored tensor, in
+        place (its shape and dtype kept, as upstream's element views); a new key must
+        reach every element (KeyError). Only the keys written are read and stored."""
         stack = self._stack
-        elements = [element.clone() for element in stack.to_tensordict().unbind(0)]
+        if self._is_locked and any(key not in stack._keys_str() for key in entries):
+            raise errors.locked("modify")
+        keys = [key for key in sorted(stack._shared.leaf_keys())
+                if key.split(SEPARATOR)[0] in entries]
+        elements = [element.clone() for element in stack.to_tensordict(keys).unbind(0)]
         mine = elements[self._position]
         for key, value in entries.items():
             mine.set(key, value)  # checks batch dims
-        stack._write_keys(elements)
+        return stack._encode(elements, in_place=True)
 
     def update(self, input_dict_or_td: Any, clone: bool = False, **kwargs: Any) -> _Element:
         self._update(dict(input_dict_or_td.items()) if is_tensor_collection(input_dict_or_td)
@@ -387,6 +464,13 @@ class _Element(WriteBackMixin, TensorDictBase):
     def __repr__(self) -> str:
         return (f"LazyStackedTensorDictStore element {self._position} "
                 f"(keys={list(self._keys_str())}, batch_size={self.batch_size})")
+
+
+def _element_shapes(meta: dict[str, str], count: int) -> list[torch.Size]:
+    """The shape of each element of a stored tensor."""
+    if meta.get("homogeneous") == "0":
+        return [torch.Size(shape) for shape in json.loads(meta["shapes"])]
+    return [_codec.shape_of(meta)[1:]] * count
 
 
 def _nest(values: dict[str, Any], batch: torch.Size, device: Any) -> TensorDict:

@@ -130,7 +130,29 @@ class StoreHandle:
         shared.keys = set()
 
 
-class TensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
+class StoreMixin:
+    """What the stores (and their elements) do unlike other write-back collections:
+    ``update_``/``copy_`` plan each entry's checked write (``_plan_set_``), so every
+    entry is checked before the first one is stored, non-tensor data included; and
+    ``select``/``exclude`` raise, as upstream's stores: their copies would write
+    nowhere."""
+
+    __slots__ = ()
+
+    update_ = TensorDictBase.update_
+
+    def select(self, *keys: Any, inplace: bool = False, strict: bool = True) -> Any:
+        """Not on a store: ``to_tensordict().select(...)`` for a copy."""
+        raise NotImplementedError(f"Cannot call select on a {type(self).__name__}. Call "
+                                  "to_tensordict() first.")
+
+    def exclude(self, *keys: Any, inplace: bool = False) -> Any:
+        """Not on a store: ``to_tensordict().exclude(...)`` for a copy."""
+        raise NotImplementedError(f"Cannot call exclude on a {type(self).__name__}. Call "
+                                  "to_tensordict() first.")
+
+
+class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
     """A TensorDict whose entries live in Redis (``host``/``port``/``db``, a
     ``unix_socket_path``, or a ready ``client``).
 
@@ -517,7 +539,12 @@ class TensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
 
     def _index(self, index: Any) -> IndexView:
         """A view of the rows ``index``: reads and writes reach the server."""
-        return _Rows(self, index)
+        return StoreRows(self, index)
+
+    def _read_at(self, index: Any) -> TensorDict:
+        """``self[index]`` read into memory: its rows of every leaf, in one round trip."""
+        rows, rest = split_rows(index, self._batch_size)
+        return self.read(rows)[rest]
 
     def _get_at_str(self, key: str, index: Any, default: Any = NO_DEFAULT) -> Any:
         """The rows ``index`` of the leaf ``key`` alone (byte ranges, one round trip);
@@ -527,16 +554,6 @@ class TensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
             return super()._get_at_str(key, index, default)
         rows, rest = split_rows(index, self._batch_size)
         return self.read(rows, [dotted])[rest]._get_str(key, default)
-
-    def select(self, *keys: Any, inplace: bool = False, strict: bool = True) -> Any:
-        """Not on a store (as upstream): ``to_tensordict().select(...)`` for a copy."""
-        raise NotImplementedError("Cannot call select on a TensorDictStore. Call "
-                                  "to_tensordict() first.")
-
-    def exclude(self, *keys: Any, inplace: bool = False) -> Any:
-        """Not on a store (as upstream): ``to_tensordict().exclude(...)`` for a copy."""
-        raise NotImplementedError("Cannot call exclude on a TensorDictStore. Call "
-                                  "to_tensordict() first.")
 
     def _set_at_index(self, index: Any, value: Any) -> None:
         """``store[index] = value``: every key and shape checked, then one transaction
@@ -594,12 +611,12 @@ class TensorDictStore(StoreHandle, WriteBackMixin, TensorDictBase):
                 f"td_id={self._shared.td_id!r})")
 
 
-class _Rows(IndexView):
-    """An index view of a store that reads all its rows in one round trip."""
+class StoreRows(IndexView):
+    """An index view of a store (either kind) that reads everything it views at once
+    (``source._read_at(index)``)."""
 
-    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
-        rows, rest = split_rows(self._idx, self._source.batch_size)
-        return self._source.read(rows)[rest]
+    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDictBase:
+        return self._source._read_at(self._idx)
 
 
 class _Zeros:
