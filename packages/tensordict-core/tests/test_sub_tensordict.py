@@ -238,6 +238,18 @@ def test_a_failed_write_leaves_the_parent_unchanged(parent, index, case):
     _assert_same(td, before)
 
 
+@pytest.mark.parametrize("method", ["update", "update_"])
+def test_a_dtype_a_tensor_index_cannot_take_leaves_the_parent_unchanged(method):
+    """At a mask a dense parent's write is an index_put, which needs the dtype of the
+    entry: the second entry's refusal comes before the first entry's write."""
+    td = _dense()
+    before = td.to_tensordict()
+    view = td._get_sub_tensordict(torch.tensor([True, False]))
+    with pytest.raises(RuntimeError, match="dtype"):
+        getattr(view, method)({"a": torch.ones(1, 3, 4), ("n", "c"): torch.ones(1, 3)})
+    _assert_same(td, before)
+
+
 def test_locked_parent_takes_in_place_writes_only():
     td = _dense().lock_()
     view = td._get_sub_tensordict(0)

@@ -239,12 +239,25 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
 
     update_ = DictMixin.update_  # (checked ahead, written through _plan_set_)
 
+    def _write_entries(self, writes: list[tuple[tuple[str, ...], str, Any]], inplace: bool,
+                       non_blocking: bool) -> None:
+        """The validated writes of :meth:`update`: those into existing entries as one
+        checked write at the index (none is written unless all fit), then the new ones."""
+        source = self._source
+        existing = {path: value for path, value in
+                    ((parent + (key,), value) for parent, key, value in writes)
+                    if path in source}
+        if existing:
+            source._plan_at_index(self.idx, existing).run()
+        TensorDictBase._write_entries(self, [write for write in writes
+                                             if write[0] + (write[1],) not in existing],
+                                      inplace, non_blocking)
+
     def _plan_set_(self, plan: WritePlan, key: str, value: Any, path: NestedKey,
                    non_blocking: bool) -> None:
-        """Checked against the entry read at the index, as any entry's write is; the
-        write itself goes to the source's entry at the index."""
-        TensorDictBase._plan_set_(self, WritePlan(), key, value, path, non_blocking)
-        plan.call(self._source.set_at_, key, value, self.idx)
+        """The source's checked write of ``value`` into its entry at the index."""
+        value = self._validate_value(value, path, non_blocking)
+        plan.extend(self._source._plan_at_index(self.idx, {key: value}))
 
     def _plan_at_index(self, index: Any, value: Any) -> WritePlan:
         """``self[index] = value``, done now on a copy of the entries (checked: it raises
