@@ -9,6 +9,7 @@ tensordict-memmap (test_sub_tensordict_memmap.py).
 
 from __future__ import annotations
 
+import multiprocessing
 import pickle
 from collections.abc import Callable
 from typing import Any
@@ -338,3 +339,20 @@ def test_non_tensor_entry_stays_whole_when_written_unchanged():
     td.set_non_tensor("s", "orig")
     td._get_sub_tensordict(torch.tensor([True, False])).add_(1)
     assert isinstance(td.get("s"), NonTensorData) and td.get("s").data == "orig"
+
+
+def _zero(view: Any) -> None:
+    assert view.is_shared()
+    view.zero_()
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_view_of_a_shared_parent_zeroed_in_another_process(method):
+    """TorchRL's test_shared: a worker process zeroes the view; the parent sees it."""
+    td = TensorDict(a=torch.ones(4, 3), b=torch.ones(4, 2), batch_size=[4]).share_memory_()
+    view = td._get_sub_tensordict(0)
+    process = multiprocessing.get_context(method).Process(target=_zero, args=(view,))
+    process.start()
+    process.join(60)
+    assert process.exitcode == 0
+    assert td["a"][0].eq(0).all() and td["b"][0].eq(0).all() and td["a"][1:].eq(1).all()

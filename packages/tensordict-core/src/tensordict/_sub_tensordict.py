@@ -154,6 +154,7 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
         return value[self.idx]  # a tensor, non-tensor data, a tensorclass
 
     def _peek_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
+        """The kind of entry ``key`` is: the source's peek (nothing is indexed)."""
         return self._source._peek_str(key, default)
 
     def __getitem__(self, index: Any) -> Any:
@@ -217,8 +218,8 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
                                   **kwargs)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        if key.__class__ is tuple and is_nested_key(key):  # (not through set: it refuses
-            TensorDictBase.set(self, key, value)              # existing entries)
+        if key.__class__ is tuple and is_nested_key(key):
+            TensorDictBase.set(self, key, value)  # (not self.set: it refuses existing keys)
         else:
             TensorDictBase.__setitem__(self, key, value)
 
