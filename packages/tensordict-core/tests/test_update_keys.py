@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict
+from tensordict.storage import WriteBackMixin
 
 
 def _source():
@@ -164,3 +165,27 @@ def test_update_batch_size_with_keys_to_update_raises_when_sizes_differ():
     with pytest.raises(RuntimeError, match="keys_to_update"):
         td.update(other, keys_to_update=["x"], update_batch_size=True)
     assert td.batch_size == (3,) and _state(td)["x"] == 0.0
+
+
+class _Copies(WriteBackMixin, TensorDict):
+    """A collection whose reads are copies: its update_ is WriteBackMixin's."""
+
+    def to_tensordict(self, **kwargs):
+        return TensorDict({k: v.clone() for k, v in self.items(True, True)}, self.batch_size)
+
+
+@pytest.mark.parametrize("key", ["agents", ("agents",), ("agents", "obs")])
+def test_a_write_back_collection_takes_the_subtree_of_a_key(key):
+    td = _Copies(_nested().to_dict(), batch_size=[3])
+    td.update_(_source().exclude(("agents", "sub")), keys_to_update=[key])
+    assert _state(td)[("agents", "obs")] == 6.0 and _state(td)["x"] == 0.0
+    td.update_at_(_source()[0].exclude(("agents", "sub")).apply(lambda t: t * 2), 0,
+                  keys_to_update=[key])
+    assert _state(td)[("agents", "obs")] == 8.0 and _state(td)["x"] == 0.0
+
+
+def test_a_write_back_collection_raises_for_a_selected_leaf_it_lacks():
+    td = _Copies(_nested().to_dict(), batch_size=[3])
+    with pytest.raises(KeyError, match="sub"):
+        td.update_(_source(), keys_to_update=["x", "agents"])
+    assert _state(td) == {"x": 0.0, ("agents", "obs"): 0.0, ("agents", "rew"): 0.0}

@@ -42,6 +42,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._nontensor import unwrap_non_tensor
+from tensordict._update_keys import selects, update_paths
 
 #: in-place ops that change values: computed on the data read into memory, written back
 IN_PLACE_OPS = (
@@ -142,14 +143,15 @@ class WriteBackMixin:
                 keys_to_update: Sequence[Any] | None = None, **kwargs: Any) -> Any:
         """Write each entry of ``input_dict_or_td`` over the stored entry of the same key;
         every key and shape is checked before the first write. As upstream, keys this
-        collection lacks are skipped, unless it lacks them all (KeyError)."""
+        collection lacks are skipped, unless it lacks them all (KeyError), or
+        ``keys_to_update`` selects one (the leaves under each of its keys)."""
         source = input_dict_or_td if is_tensor_collection(input_dict_or_td) else \
             classes.TensorDict(dict(input_dict_or_td), batch_size=self.batch_size)
-        wanted = None if keys_to_update is None else {_path(k) for k in keys_to_update}
+        paths = update_paths(keys_to_update)
         writes = []
         missing: KeyError | None = None
         for key, value in source.items(True, True):
-            if wanted is not None and _path(key) not in wanted:
+            if paths is not None and not selects(paths, _path(key)):
                 continue
             try:
                 shape = self._stored_shape(key)
@@ -160,7 +162,7 @@ class WriteBackMixin:
                 check_fits(value.shape, shape, key)
                 value = value.expand(shape)
             writes.append((key, value))
-        if missing is not None and not writes:
+        if missing is not None and (not writes or paths is not None):
             raise missing
         for key, value in writes:
             if isinstance(value, torch.Tensor):
@@ -181,8 +183,9 @@ class WriteBackMixin:
         if not is_tensor_collection(source):
             source = classes.TensorDict(dict(source),
                                                     batch_size=self._indexed_batch(index))
-        if keys_to_update is not None:
-            source = source.select(*keys_to_update, strict=False)
+        paths = update_paths(keys_to_update)
+        if paths is not None:
+            source = source.select(*paths, strict=False)
         self._set_at_index(index, source)
         return self
 
