@@ -122,6 +122,8 @@ def test_select_and_exclude_raise_as_upstream(server, method):
         getattr(store, method)("a")
     with pytest.raises(NotImplementedError, match=f"Cannot call {method}"):
         getattr(store[0], method)("a")
+    with pytest.raises(NotImplementedError, match=f"Cannot call {method}"):
+        getattr(lazy_stack([store, store]), method)("a")
     assert store.to_tensordict()["a"].shape == (4, 2)
 
 

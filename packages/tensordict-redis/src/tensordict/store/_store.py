@@ -151,6 +151,9 @@ class StoreMixin:
         raise NotImplementedError(f"Cannot call exclude on a {type(self).__name__}. Call "
                                   "to_tensordict() first.")
 
+    def _selected(self, tree: Any, strict: bool, prefix: tuple[str, ...]) -> Any:
+        return self.select()  # (how a lazy stack of stores selects in its parts)
+
 
 class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
     """A TensorDict whose entries live in Redis (``host``/``port``/``db``, a
