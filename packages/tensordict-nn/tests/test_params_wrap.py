@@ -260,3 +260,46 @@ def test_non_tensor_stack_kept():
     params["s"] = NonTensorStack("p", "q", "r")
     assert source.get("s").tolist() == ["p", "q", "r"]
     assert_registered(params, source)
+
+
+# in-place writes that upstream runs without autograd: they need no torch.no_grad()
+IN_PLACE = {
+    "set_": lambda p: p.set_("a", torch.ones(3)),
+    "set_nested_": lambda p: p.set_(("n", "x"), torch.ones(3)),
+    "set_at_": lambda p: p.set_at_("a", torch.ones(()), 0),
+    "update_": lambda p: p.update_({"a": torch.ones(3)}),
+    "update_at_": lambda p: p.update_at_({"a": torch.ones(())}, 0),
+    "copy_": lambda p: p.copy_(p.clone().fill_("a", 1.0)),
+    "fill_": lambda p: p.fill_("a", 1.0),
+    "apply_": lambda p: p.apply_(lambda x: x + 1),
+    "zero_": lambda p: p.zero_(),
+}
+
+
+@pytest.mark.parametrize("write", sorted(IN_PLACE))
+def test_in_place_writes_need_no_no_grad(write):
+    source = TensorDict(a=torch.zeros(3), n={"x": torch.zeros(3)}, batch_size=[3])
+    params = TensorDictParams(source)
+    weight = source["a"]
+    IN_PLACE[write](params)
+    assert source["a"] is weight and weight.requires_grad and weight.grad_fn is None
+    expected = {"zero_": 0.0, "set_nested_": 0.0}.get(write, 1.0)
+    assert weight[0].item() == expected
+    if write == "set_nested_":
+        assert source["n", "x"].tolist() == [1.0] * 3
+    assert_registered(params, source)
+
+
+def test_pointwise_in_place_still_needs_no_grad():
+    source = TensorDict(a=torch.zeros(3))
+    params = TensorDictParams(source)
+    with pytest.raises(RuntimeError, match="requires grad"):
+        params.add_(1)
+    assert source["a"].tolist() == [0.0] * 3
+
+
+def test_names_set_through_params():
+    source = TensorDict(a=torch.zeros(3, 2), batch_size=[3])
+    params = TensorDictParams(source)
+    params.names = ["rows"]
+    assert source.names == ["rows"] and params.names == ["rows"]

@@ -165,6 +165,20 @@ def _forward_to_data(name: str) -> Callable[..., Any]:
     return method
 
 
+def _forward_without_grad(name: str) -> Callable[..., Any]:
+    """``_forward_to_data(name)`` under ``torch.no_grad()``: an in-place write that
+    gives the Parameters new values (as upstream; autograd refuses it otherwise)."""
+    forwarded = _forward_to_data(name)
+
+    def method(self: TensorDictParams, *args: Any, **kwargs: Any) -> Any:
+        with torch.no_grad():
+            return forwarded(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = f"``TensorDict.{name}`` on the parameters, without autograd."
+    return method
+
+
 class TensorDictParams(TensorDictBase, nn.Module):
     """A TensorDict whose leaves are registered as the parameters (floating tensors) and
     buffers (other tensors) of an ``nn.Module``: ``.parameters()``, optimizers,
@@ -230,6 +244,10 @@ class TensorDictParams(TensorDictBase, nn.Module):
     @property
     def names(self) -> list[str | None]:
         return self._param_td.names
+
+    @names.setter
+    def names(self, value: Any) -> None:
+        self._param_td.names = value
 
     @property
     def is_locked(self) -> bool:
@@ -413,6 +431,9 @@ class TensorDictParams(TensorDictBase, nn.Module):
                   "float", "double", "half", "bfloat16", "int", "bool", "requires_grad_",
                   "__delitem__", "__eq__", "__ne__"):
         locals()[_name] = _forward_to_data(_name)
+    for _name in ("set_", "set_at_", "update_", "update_at_", "copy_", "fill_", "zero_",
+                  "apply_"):
+        locals()[_name] = _forward_without_grad(_name)
     del _name
 
     def __getattr__(self, name: str) -> Any:
