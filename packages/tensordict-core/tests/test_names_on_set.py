@@ -99,3 +99,11 @@ def test_a_lazy_stack_sets_its_stack_dim_name_and_its_parts_names():
     stack["q"] = TensorDict({"c": torch.ones(3, 5)}, [3, 5])
     assert stack.get("q").names == ["b", "t"]
     assert [part.get("q").names for part in stack.tensordicts] == [["t"]] * 3
+
+
+def test_a_shorter_non_tensor_stack_widens_as_a_lazy_stack_does_and_takes_the_names():
+    td = _named()
+    stack = NonTensorStack("p", "q", "r")
+    td["q"] = stack
+    assert td.get("q").batch_size == (3, 5) and td.get("q").names == ["b", "t"]
+    assert td[1, 2]["q"] == "q" and stack.batch_size == (3,)

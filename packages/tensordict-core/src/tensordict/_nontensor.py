@@ -106,6 +106,13 @@ class NonTensorData(NonTensorDataBase):
     def batch_size(self) -> torch.Size:
         return self._batch_size
 
+    @batch_size.setter
+    def batch_size(self, value: Sequence[int]) -> None:
+        """Any batch size: the one object stands for every element."""
+        self._batch_size = as_size(value)
+        if self._names is not None and len(self._names) != len(self._batch_size):
+            self._names = None
+
     shape = batch_size
 
     @property
