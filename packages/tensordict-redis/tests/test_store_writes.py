@@ -302,3 +302,18 @@ def test_element_update__writes_every_entry(server):
     elements = read_elements(store, server)
     assert elements[1]["a"].tolist() == [4.0, 4.0] and elements[1]["r"].tolist() == [5.0] * 3
     assert elements[0]["a"].tolist() == [0.0, 0.0]
+
+
+def test_a_locked_store_takes_in_place_writes_only(server):
+    store = sample().to_store(**server)
+    store.lock_()
+    store[0] = {"a": torch.ones(2)}
+    store[1].add_(2)
+    store.set_("h", torch.full((4,), 3.0))
+    with pytest.raises(RuntimeError, match="locked"):
+        store["new"] = torch.ones(4)
+    with pytest.raises(RuntimeError, match="locked"):
+        store[0]["new"] = torch.ones(())
+    got = fresh(store, server)
+    assert got["a"][:, 0].tolist() == [1.0, 2.0, 0.0, 0.0]
+    assert got["h"].tolist() == [3.0] * 4 and "new" not in got.keys()

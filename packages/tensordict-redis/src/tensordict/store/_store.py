@@ -560,8 +560,8 @@ class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
 
     def _set_at_index(self, index: Any, value: Any) -> None:
         """``store[index] = value``: every key and shape checked, then one transaction
-        writing byte ranges (rows of the first dim) or, for other indices, whole leaves."""
-        self._check_writable(index)
+        writing byte ranges (rows of the first dim) or, for other indices, whole leaves.
+        Allowed while locked (as upstream): it writes existing entries only."""
         batch = self._indexed_batch(index)
         if not is_tensor_collection(value):
             value = TensorDict(dict(value), batch_size=batch)
