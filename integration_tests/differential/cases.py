@@ -283,7 +283,14 @@ _FEW_VIEWS = frozenset(
 _STORAGE_VIEWS = frozenset(
     {"self", "int", "slice", "mask", "nested", "nested_int", "select", "exclude", "ctx_flatten"}
 )
-_SLOW_STORAGE_VIEWS = frozenset({"self", "int", "slice", "nested_int", "select"})
+_SLOW_STORAGE_VIEWS = frozenset({"self", "int", "nested_int"})
+_STORAGE_WRITES = frozenset(
+    {"setitem", "setitem_new", "setitem_nested", "setitem_td", "set_", "set_inplace",
+     "set_wrong_shape_", "set_bf16_", "update", "update_", "update_ktu_subtree",
+     "update__ktu_subtree", "update_at_", "set_at_", "copy_", "copy_at_", "zero_", "fill_",
+     "add_", "apply_", "masked_fill_", "setitem_index", "delitem", "rename_key_",
+     "set_non_tensor", "setitem_str", "set__str", "update__str", "update__stack"}
+)  # fmt: skip
 
 VIEWS_OF: dict[str, frozenset[str]] = {
     "dense": _ALL_VIEWS,
@@ -293,8 +300,10 @@ VIEWS_OF: dict[str, frozenset[str]] = {
     **dict.fromkeys(["h5", "redis", "redis_stack", "parquet"], _STORAGE_VIEWS),
     "zarr": _SLOW_STORAGE_VIEWS,
 }
+_STORAGE = frozenset({"h5", "zarr", "redis", "redis_stack", "parquet"})
 """The views each container is written through: every one for the plain dense and lazy
-containers, the main kinds for the others (so that the run stays within minutes)."""
+containers, the main kinds for the others (so that the run stays within minutes; storage
+is slow, and its containers take one write of each path, ``_STORAGE_WRITES``)."""
 
 _METADATA_WRITES = frozenset({"set_batch_size", "set_names", "lock_", "unlock_"})
 
@@ -305,6 +314,8 @@ def applies(container: str, view: str, write: str) -> bool:
     there (metadata set on the temporary result of a shape op's context is no write-back;
     parquet holds no non-tensor column)."""
     if view not in VIEWS_OF[container]:
+        return False
+    if container in _STORAGE and write not in _STORAGE_WRITES:
         return False
     if view in STACK_ONLY and "lazy" not in container and container != "redis_stack":
         return False
