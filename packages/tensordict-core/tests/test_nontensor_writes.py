@@ -100,10 +100,17 @@ def test_a_stack_into_a_data_entry_raises_and_writes_nothing(how):
     assert td.get("s").data == "x" and td.get("a").sum() == 0
 
 
-def test_a_failed_update__writes_no_other_entry():
+@pytest.mark.parametrize("how", ["update_", "update inplace"])
+@pytest.mark.parametrize("value", [NonTensorStack("p", "q", "r"), torch.ones(3)],
+                         ids=["stack", "tensor"])
+def test_a_failed_in_place_update_writes_no_other_entry(how, value):
     td = _data_entry()
-    with pytest.raises(RuntimeError, match="NonTensorStack"):
-        td.update_({"a": torch.ones(3), "s": NonTensorStack("p", "q", "r")})
+    source = {"a": torch.ones(3), "s": value}
+    with pytest.raises(RuntimeError, match="in place"):
+        if how == "update_":
+            td.update_(source)
+        else:
+            td.update(source, inplace=True)
     assert td.get("s").data == "x" and td.get("a").sum() == 0
 
 

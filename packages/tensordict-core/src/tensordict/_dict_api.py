@@ -458,8 +458,13 @@ class DictMixin(RestructureMixin, MetadataMixin):
             if clone and isinstance(value, torch.Tensor):
                 value = value.clone()
             value = parent._validate_value(value, name)
-            if inplace and isinstance(value, torch.Tensor) and isinstance(present, torch.Tensor):
-                check_write(present, value, name)
+            if inplace and present is not None:  # checked here: nothing written on error
+                if getattr(present, "_is_non_tensor", False):
+                    check_non_tensor_write(present, value, name)
+                elif isinstance(present, torch.Tensor) is not isinstance(value, torch.Tensor):
+                    raise errors.inplace_mismatch(name, present, value)
+                elif isinstance(value, torch.Tensor):
+                    check_write(present, value, name)
             writes.append((path[:-1], path[-1], value))
         return writes
 
