@@ -149,8 +149,9 @@ STACK_WRITES = {
     "update_at_": lambda t: t.update_at_({"a": torch.full((2,), 9.0)}, (1, 2)),
     "part add_": lambda t: t[0].add_(4),
 }
-# computed on leaves the lazy stack reads from its parts: written back only once core's
-# lazy stack writes in-place ops into parts whose reads are copies (see the report)
+# core's lazy stack computes these on the leaves it reads from its parts, which are copies
+# for stores: they land once it runs them on its data read into memory and update_s itself
+# with the result when a part is a WriteBackMixin (then these XPASS: drop the xfail)
 NEEDS_CORE = {
     "add_": lambda t: t.add_(10),
     "zero_": lambda t: t.zero_(),
@@ -163,7 +164,7 @@ NEEDS_CORE = {
 
 
 @pytest.mark.parametrize("write", list(STACK_WRITES) + [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="needs core"))
+    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="core's lazy in-place ops"))
     for name in NEEDS_CORE])
 def test_lazy_stacks_of_stores_write_through(server, write):
     op = {**STACK_WRITES, **NEEDS_CORE}[write]
