@@ -218,6 +218,21 @@ def test_lock_toggles_on_the_result_keep_their_own_with():
     assert torch.equal(td["a"], torch.ones(2, 3))
 
 
+def test_many_lock_toggles_outside_a_with_keep_the_write_back():
+    td = TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3])
+    flat = td.flatten(0, 1)
+    for _ in range(10):  # 20 exits pushed: only the latest 8 are kept
+        flat.lock_()
+        flat.unlock_()
+    for _ in range(8):
+        with flat:
+            pass
+    assert "a" in td.keys() and not (td["a"] != 0).any()
+    with flat:
+        flat["a"] = torch.ones(6)
+    assert torch.equal(td["a"], torch.ones(2, 3))
+
+
 def test_the_result_keeps_no_strong_reference_to_its_source():
     td = TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3])
     flat = td.flatten(0, 1)

@@ -59,6 +59,24 @@ def unlock_count() -> int:
     return _unlocks
 
 
+def lock_views(td: Any) -> Any:
+    """Make the index views of the locked ``td`` (``td[0]``, ``td[1:3]``, ``td[..., 0]``:
+    the results that view its data; not those of a tensor or mask index, which are
+    copies) locked too, as upstream does for memory-mapped and shared-memory
+    TensorDicts: a write that a view would keep to itself raises instead. Unlocking
+    ``td`` ends it. Returns ``td``.
+
+    >>> from tensordict import TensorDict
+    >>> td = lock_views(TensorDict(a=torch.zeros(3), batch_size=[3]).lock_())
+    >>> td[0].is_locked, td[torch.tensor([0])].is_locked, td.unlock_().lock_()[0].is_locked
+    (True, False, False)
+    """
+    if not td._is_locked:
+        raise RuntimeError("lock_views needs a locked TensorDict: lock it first")
+    td._locks_views = True
+    return td
+
+
 class MetadataMixin:
     """Lock state (with context-manager use), batch size inference, device and names."""
 
@@ -117,8 +135,8 @@ class MetadataMixin:
         if stack is None:  # made on first use: most TensorDicts never enter a context
             stack = self._exit_stack = []
         stack.append(action)
-        if len(stack) > 8:  # only the latest calls can still be exited; the record of
-            del stack[isinstance(stack[0], tuple)]  # how this was made stays (made_by)
+        if len(stack) > 9:  # only the latest 8 calls can still be exited, after the record
+            del stack[1 if isinstance(stack[0], tuple) else 0]  # of how this was made
 
     def __enter__(self) -> Any:
         return self
@@ -138,8 +156,8 @@ class MetadataMixin:
         if not stack:
             return
         action = stack[-1]
-        if isinstance(action, tuple):  # how this was made: kept, a later ``with`` writes
-            if exc_type is None:       # back again
+        if isinstance(action, tuple):  # how this was made (made_by): it stays, for a
+            if exc_type is None:  # later ``with`` to write back again
                 write_back(self, action)
             return
         stack.pop()
