@@ -143,3 +143,10 @@ def test_from_schema_errors():
         TensorDict.from_schema(SCHEMA, storage="nope")
     with pytest.raises(TypeError, match="unexpected"):
         TensorDict.from_schema(SCHEMA, prefix="/tmp/x")
+
+
+def test_update_writes_non_tensor_entries_too():
+    td = store()
+    td["s"] = "old"
+    td.update_({"s": "new", "b": torch.full((3,), 2.0)})
+    assert td["s"] == "new" and td["b"].tolist() == [2.0] * 3

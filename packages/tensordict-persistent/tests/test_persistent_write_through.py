@@ -226,3 +226,25 @@ def test_select_and_exclude_are_refused_as_upstream(ptd, method):
             getattr(target, method)("a")
     assert torch.equal(ptd.to_tensordict().select("a")["a"], sample()["a"])
     assert_same(on_disk(ptd), sample())
+
+
+def test_non_tensor_entries_through_update_and_index_writes(ptd):
+    ptd["s"] = "orig"
+    ptd.update_({"s": "new"})  # lands (upstream silently keeps the old value)
+    row = ptd[2].to_tensordict()
+    row["a"] = torch.tensor(-5.0)
+    ptd[1] = row  # the same string as stored: the tensors are written
+    with pytest.raises(TypeError, match="'s'"):
+        ptd[1:3].update_({"s": "other"})  # one value per entry: it cannot land at rows
+    with pytest.raises(TypeError, match="'s'"):
+        ptd[0] = TensorDict({"a": torch.tensor(7.0), "s": "other"}, [])
+    ptd[0:2].rename_key_("a", "z")  # the whole entry, as upstream
+    expected = sample()
+    expected["a"][1] = -5.0
+    expected["b"][1], expected["h"][1] = expected["b"][2], expected["h"][2]
+    expected["n", "c"][1] = expected["n", "c"][2]
+    expected["z"] = expected.pop("a")
+    got = on_disk(ptd)
+    assert got["s"] == "new"
+    del got["s"]
+    assert_same(got, expected)

@@ -164,6 +164,11 @@ class IndexView(WriteBackMixin, TensorDictBase):
     def _del_str(self, key: str) -> None:
         self._source._del_str(key)
 
+    def rename_key_(self, old_key: Any, new_key: Any, safe: bool = False) -> IndexView:
+        """Rename the entry in the source (all of it, not only at the index)."""
+        self._source.rename_key_(old_key, new_key, safe=safe)
+        return self
+
     def _set_at_index(self, index: Any, value: Any) -> None:
         """``view[index] = value``: the rows viewed read, written to in memory, and the
         entries ``value`` holds written back (checked there first)."""

@@ -41,6 +41,7 @@ import numpy as np
 import torch
 
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
+from tensordict._keys import is_leaf_nontensor
 from tensordict._nontensor import unwrap_non_tensor
 from tensordict._update_keys import selects, update_paths
 
@@ -141,16 +142,16 @@ class WriteBackMixin:
 
     def update_(self, input_dict_or_td: Mapping[Any, Any] | Any, clone: bool = False, *,
                 keys_to_update: Sequence[Any] | None = None, **kwargs: Any) -> Any:
-        """Write each entry of ``input_dict_or_td`` over the stored entry of the same key;
-        every key and shape is checked before the first write. As upstream, keys this
-        collection lacks are skipped, unless it lacks them all (KeyError), or
-        ``keys_to_update`` selects one (the leaves under each of its keys)."""
+        """Write each entry of ``input_dict_or_td`` (non-tensor ones too) over the stored
+        entry of the same key; every key and shape is checked before the first write. As
+        upstream, keys this collection lacks are skipped, unless it lacks them all
+        (KeyError), or ``keys_to_update`` selects one (the leaves under each of its keys)."""
         source = input_dict_or_td if is_tensor_collection(input_dict_or_td) else \
             classes.TensorDict(dict(input_dict_or_td), batch_size=self.batch_size)
         paths = update_paths(keys_to_update)
         writes = []
         missing: KeyError | None = None
-        for key, value in source.items(True, True):
+        for key, value in source.items(True, True, is_leaf=is_leaf_nontensor):
             if paths is not None and not selects(paths, _path(key)):
                 continue
             try:

@@ -493,8 +493,22 @@ def _plan_indexed_writes(ptd: PersistentTensorDict, index: Any, value: Any,
             _plan_indexed_writes(ptd._get_str(key), index, source, batch, path, writes)
             continue
         if ptd._format.is_non_tensor(node) or getattr(source, "_is_non_tensor", False):
+            if _holds_already(ptd, node, index, source):
+                continue  # (a row read from this file, written back)
             raise TypeError(f"cannot write non-tensor data at an index of {path!r}: a "
                             f"PersistentTensorDict stores one value per non-tensor entry")
         shape = torch.Size(batch + tuple(node.shape[len(ptd._batch_size):]))
         check_fits(source.shape, shape, path, index)
         writes.append((write_rows, (ptd, node, index, source.expand(shape))))
+
+
+def _holds_already(ptd: PersistentTensorDict, node: Any, index: Any, source: Any) -> bool:
+    """Whether the non-tensor entry ``node`` holds ``source`` at ``index`` already."""
+    if not (ptd._format.is_non_tensor(node) and getattr(source, "_is_non_tensor", False)):
+        return False
+    stored = ptd._format.read_non_tensor(node, ptd.batch_size, ptd.device)[index]
+
+    def python(value: Any) -> Any:
+        return value.data if isinstance(value, NonTensorData) else value.tolist()
+
+    return python(stored) == python(source)
