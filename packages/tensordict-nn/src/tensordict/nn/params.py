@@ -171,6 +171,8 @@ def _forward_without_grad(name: str) -> Callable[..., Any]:
     forwarded = _forward_to_data(name)
 
     def method(self: TensorDictParams, *args: Any, **kwargs: Any) -> Any:
+        if not torch.is_grad_enabled():  # (entering no_grad costs a few us)
+            return forwarded(self, *args, **kwargs)
         with torch.no_grad():
             return forwarded(self, *args, **kwargs)
 
