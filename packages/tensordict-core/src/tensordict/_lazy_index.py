@@ -89,6 +89,12 @@ class LazyIndexMixin:
     __slots__ = ()
 
     def _index(self, index: Any) -> Any:
+        out = self._indexed(index)
+        if self._is_locked and not out._is_locked:  # as upstream: views of a locked stack
+            out._propagate_lock(True)  # are locked (a write to one would be lost)
+        return out
+
+    def _indexed(self, index: Any) -> Any:
         if index.__class__ is int and self._stack_dim == 0:
             try:
                 return self.tensordicts[index]

@@ -84,7 +84,7 @@ class TensorDict(MapMixin, TensorDictBase):
     """
 
     __slots__ = ("_tensordict", "_batch_size", "_device", "_names", "_is_locked",
-                 "_exit_stack", "__weakref__")
+                 "_exit_stack", "_locks_views", "__weakref__")
 
     def __init__(
         self,
@@ -319,6 +319,8 @@ class TensorDict(MapMixin, TensorDictBase):
 
     def _propagate_lock(self, locked: bool) -> None:
         self._is_locked = locked
+        if not locked:  # (set by lock_views only: unset until then)
+            self._locks_views = False
         inherited = LOCKED_BY_PARENT if locked else False
         for entry in self._tensordict.values():
             if entry.__class__ is not _Tensor and (
@@ -682,13 +684,15 @@ class TensorDict(MapMixin, TensorDictBase):
         batch = self._batch_size
         if index.__class__ is int and batch and -batch[0] <= index < batch[0]:
             names = self._names and self._names[1:]
-            return self._map_leaves(IndexLeaves(index), batch[1:],
-                                    names if names and any(names) else None, NO_DEFAULT,
-                                    False, on_leaf=itemgetter(index))
+            out = self._map_leaves(IndexLeaves(index), batch[1:],
+                                   names if names and any(names) else None, NO_DEFAULT,
+                                   False, on_leaf=itemgetter(index))
+            return _view_of_locked(self, out) if self._is_locked else out
         if index.__class__ is slice and batch:  # a slice keeps every dim and its name
             batch_size = torch.Size((len(range(*index.indices(batch[0]))), *batch[1:]))
-            return self._map_leaves(IndexLeaves(index), batch_size, NO_DEFAULT, NO_DEFAULT,
-                                    False, on_leaf=itemgetter(index))
+            out = self._map_leaves(IndexLeaves(index), batch_size, NO_DEFAULT, NO_DEFAULT,
+                                   False, on_leaf=itemgetter(index))
+            return _view_of_locked(self, out) if self._is_locked else out
         try:
             parts = masks_to_indices(normalize_index(index, batch))
         except IndexError as err:
@@ -706,8 +710,12 @@ class TensorDict(MapMixin, TensorDictBase):
                                             NO_DEFAULT, False, on_leaf=row_selector(parts))
                 except IndexError:
                     pass
-        return self._map_leaves(IndexLeaves(parts), batch_size, names, NO_DEFAULT, False,
-                                on_leaf=itemgetter(parts))
+        out = self._map_leaves(IndexLeaves(parts), batch_size, names, NO_DEFAULT, False,
+                               on_leaf=itemgetter(parts))
+        if self._is_locked and not any(isinstance(p, torch.Tensor) for p in (
+                parts if parts.__class__ is tuple else (parts,))):  # a view, not a copy
+            return _view_of_locked(self, out)
+        return out
 
     def _indexed_names(self, parts: Any) -> tuple[str | None, ...] | None:
         """Dim names after indexing: ints drop a name, None/True/False add an unnamed dim,
@@ -744,6 +752,14 @@ class TensorDict(MapMixin, TensorDictBase):
 
     def __repr__(self) -> str:
         return tensordict_repr(self)
+
+
+def _view_of_locked(td: TensorDict, view: TensorDict) -> TensorDict:
+    """``view``, an index view of the locked ``td``, locked if ``td`` locks its views."""
+    if getattr(td, "_locks_views", False):
+        view._propagate_lock(True)
+        view._locks_views = True
+    return view
 
 
 #: what :func:`_lookup` returns for a missing flat key, and for a key to look up in full

@@ -1,7 +1,9 @@
 """What storage plugins build on: the base of collections whose reads are copies
 (entries in a file, in a database) and their index views that write through, the
-helpers to read and write them by rows, atomic writes of files and folders, and the
-zero prototype that ``from_schema`` hands to a backend.
+helpers to read and write them by rows, atomic writes of files and folders, the
+zero prototype that ``from_schema`` hands to a backend, and ``lock_views`` (the index
+views of a locked collection whose leaves are its storage, memory-mapped files say,
+locked too).
 
 >>> from tensordict.storage import WriteBackMixin, split_rows
 >>> import torch
@@ -11,8 +13,9 @@ zero prototype that ``from_schema`` hands to a backend.
 
 from tensordict._atomic_file import atomic_write
 from tensordict._index_view import IndexView
+from tensordict._metadata import lock_views
 from tensordict._storage import zeros_prototype
 from tensordict._write_back import IN_PLACE_OPS, WriteBackMixin, check_fits, split_rows
 
 __all__ = ["IN_PLACE_OPS", "IndexView", "WriteBackMixin", "atomic_write", "check_fits",
-           "split_rows", "zeros_prototype"]
+           "lock_views", "split_rows", "zeros_prototype"]
