@@ -181,11 +181,9 @@ class IndexView(WriteBackMixin, TensorDictBase):
         self._source._set_at_index(self._idx, local)
 
     def _write_back(self, local: Any) -> None:
-        """Write the tensors of ``local`` (the rows read and changed in memory) back at
-        once."""
-        tensors = [key for key, value in local.items(True, True)
-                   if isinstance(value, torch.Tensor)]
-        self._source._set_at_index(self._idx, local.select(*tensors))
+        """Write the tensors of ``local`` (the rows read and changed in memory) back, all
+        in one write at the index."""
+        self._source._set_at_index(self._idx, local.select(*local.keys(True, True)))
 
     def select(self, *keys: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(_NO_COPY.format("select", type(self).__name__))
