@@ -573,11 +573,11 @@ class TensorDict(MapMixin, TensorDictBase):
                             message = str(named)
                         raise errors.InplaceWriteError(message) from failure
                 return self
-            if acts_as_tensordict(present) and acts_as_tensordict(value):
-                present.update_(value)
+            if getattr(present, "_is_non_tensor", False):
+                write_non_tensor_(present, value, key)
                 return self
-            if isinstance(present, NonTensorData) and isinstance(value, NonTensorData):
-                present.data = value.data  # in place: a shared leaf writes it through
+            if acts_as_tensordict(present) and is_sub_tensordict(value):
+                present.update_(value)
                 return self
             raise errors.inplace_mismatch(key, present, value)
         if self._is_locked:
