@@ -52,7 +52,7 @@ from tensordict._pointwise import copy_matching_leaves
 from tensordict._resize_update import planned_resize
 from tensordict._restructure import RestructureMixin
 from tensordict._setitem import copy_matching_at, plan_leaf_at_index
-from tensordict._update_keys import Paths, paths_below, runs_through, selects, update_paths
+from tensordict._update_keys import KeyPaths, update_paths
 
 if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
@@ -396,7 +396,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
                           update_batch_size).run()
         return self
 
-    def _update_plan(self, source: Any, clone: bool, inplace: bool, paths: Paths | None,
+    def _update_plan(self, source: Any, clone: bool, inplace: bool, paths: KeyPaths | None,
                      non_blocking: bool, resize: bool = False) -> WritePlan:
         """The checked writes of :meth:`update` of the entries that ``paths`` selects
         (``resize``: its ``update_batch_size``)."""
@@ -417,7 +417,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
             parent._set_str(key, value, inplace=inplace, validated=True,
                             non_blocking=non_blocking)
 
-    def _plan_update(self, source: Any, prefix: tuple[str, ...], paths: Paths | None,
+    def _plan_update(self, source: Any, prefix: tuple[str, ...], paths: KeyPaths | None,
                      clone: bool, inplace: bool = False, resize: bool = False
                      ) -> list[tuple[tuple[str, ...], str, Any]]:
         """Validated ``(parent path, key, value)`` writes for :meth:`update` (each one
@@ -429,7 +429,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
         writes: list[tuple[tuple[str, ...], str, Any]] = []
         for key, value in items:
             path = prefix + ((key,) if key.__class__ is str else key_to_path(key))
-            if paths is not None and not runs_through(paths, path):
+            if paths is not None and not paths.runs_through(path):
                 continue
             parent = self if len(path) == 1 else self._planned_parent(path)
             if value.__class__ is not torch.Tensor and _is_mapping_like(value):
@@ -437,7 +437,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
                 if getattr(target, "tensordicts", None) is not None:
                     # a lazy stack gives each part its slice of the input (which may be a
                     # lazy stack of ragged entries, never read as one)
-                    below = None if paths is None else paths_below(paths, path)
+                    below = None if paths is None else paths.below(path)
                     writes.append((path[:-1], path[-1],
                                    target._update_plan(value, clone, inplace, below, False)))
                     continue
@@ -509,7 +509,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
         self._plan_update_(input_dict_or_td, paths, clone, non_blocking).run()
         return self
 
-    def _plan_update_(self, source: Any, paths: Paths | None, clone: bool,
+    def _plan_update_(self, source: Any, paths: KeyPaths | None, clone: bool,
                       non_blocking: bool) -> WritePlan:
         """The checked copies of :meth:`update_` (of the leaves under ``paths``; without
         them, an entry this TensorDict lacks is skipped unless all are, as upstream)."""
@@ -556,7 +556,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
         paths = update_paths(keys_to_update)
         if acts_as_tensordict(input_dict_or_td):  # one indexed write, part by part
             source = input_dict_or_td if paths is None else \
-                input_dict_or_td.select(*paths, strict=False)
+                input_dict_or_td.select(*paths.paths, strict=False)
             if copy_matching_at(self, idx, source):
                 return self  # the same keys, every leaf fitting: one checked copy
             self._require_entries(source, ())
@@ -634,7 +634,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
             return self.get(key, *args, **kwargs)
         return value[index]
 
-    def _existing_items(self, source: Any, paths: Paths | None, clone: bool,
+    def _existing_items(self, source: Any, paths: KeyPaths | None, clone: bool,
                         skip_missing: bool = False
                         ) -> list[tuple[NestedKey, tuple[str, ...], Any, Any]]:
         """``(key, path, parent, value)`` for the leaves of ``source`` (those under
@@ -645,11 +645,11 @@ class DictMixin(RestructureMixin, MetadataMixin):
         missing: KeyError | None = None
         for key, value in _flat_items(source):
             path = key_to_path(key)
-            if paths is not None and not selects(paths, path):
-                below = paths_below(paths, path)  # a lazy stack is one entry: its part
-                if not below or not isinstance(value, classes.LazyStackedTensorDict):
+            if paths is not None and not paths.selects(path):
+                below = paths.below(path)  # a lazy stack is one entry: its part
+                if not below.paths or not isinstance(value, classes.LazyStackedTensorDict):
                     continue
-                value = value.select(*below, strict=False)
+                value = value.select(*below.paths, strict=False)
             try:
                 parent = self._existing_parent(path)  # KeyError naming the missing key
             except KeyError as err:

@@ -54,6 +54,7 @@ from tensordict._ragged import ragged_size, stacked_size
 from tensordict._serialization import allow_weights_only_load
 from tensordict._shapes import as_device, as_size, indexed_batch_size
 from tensordict._td import TensorDict, _merge_writes
+from tensordict._update_keys import KeyPaths
 
 _Tensor = torch.Tensor
 _BATCH_SIZE, _DEVICE = operator.attrgetter("batch_size"), operator.attrgetter("device")
@@ -503,7 +504,7 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
         return self
 
     def _update_plan(self, source: Any, clone: bool, inplace: bool,
-                     paths: frozenset[tuple[str, ...]] | None, non_blocking: bool,
+                     paths: KeyPaths | None, non_blocking: bool,
                      resize: bool = False) -> WritePlan:
         """:meth:`update`: each part takes its slice of the input; every part's writes are
         checked before the first one. A TensorDict of tensors is unbound leaf by leaf and,

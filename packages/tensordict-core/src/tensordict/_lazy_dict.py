@@ -51,6 +51,7 @@ from tensordict._repr import (
     compact_repr,
 )
 from tensordict._restructure import KEY_SEPARATOR, _key_tree
+from tensordict._update_keys import KeyPaths
 
 
 class LazyDictMixin:
@@ -211,7 +212,7 @@ class LazyDictMixin:
         self._device = None
         return self._each_("clear_device_")
 
-    def _plan_update_(self, source: Any, paths: frozenset[tuple[str, ...]] | None,
+    def _plan_update_(self, source: Any, paths: KeyPaths | None,
                       clone: bool, non_blocking: bool) -> WritePlan:
         """:meth:`update_`: a lazy stack along the same dim writes part by part (its parts
         may differ in shape), any other input leaf by leaf."""

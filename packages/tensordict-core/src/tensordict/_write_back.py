@@ -43,7 +43,7 @@ import torch
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._keys import is_leaf_nontensor
 from tensordict._nontensor import unwrap_non_tensor
-from tensordict._update_keys import selects, update_paths
+from tensordict._update_keys import update_paths
 
 #: in-place ops that change values: computed on the data read into memory, written back
 IN_PLACE_OPS = (
@@ -152,7 +152,7 @@ class WriteBackMixin:
         writes = []
         missing: KeyError | None = None
         for key, value in source.items(True, True, is_leaf=is_leaf_nontensor):
-            if paths is not None and not selects(paths, _path(key)):
+            if paths is not None and not paths.selects(_path(key)):
                 continue
             try:
                 shape = self._stored_shape(key)
@@ -186,7 +186,7 @@ class WriteBackMixin:
                                                     batch_size=self._indexed_batch(index))
         paths = update_paths(keys_to_update)
         if paths is not None:
-            source = source.select(*paths, strict=False)
+            source = source.select(*paths.paths, strict=False)
         self._set_at_index(index, source)
         return self
 
