@@ -193,5 +193,5 @@ class IndexView(WriteBackMixin, TensorDictBase):
 
 
 #: upstream's message for select/exclude of a file-backed TensorDict
-_NO_COPY = ("Cannot call {} on a {}: the result would be a copy that writes nowhere. "
+_NO_COPY = ("Cannot call {} on the {}: the result would be a copy that writes nowhere. "
             "Call to_tensordict() first.")
