@@ -5,7 +5,8 @@
 
 prints the summary (cases, matching, differing by family and kind) and, with
 ``--details``, every difference. Both interpreters run ``runner.py`` at the same time,
-each in one process (restarted after a case that kills it). The upstream side runs
+each in one process (restarted after a case that kills it), with one throwaway
+redis-server for the store cases when ``redis-server`` is installed. The upstream side runs
 without ``PYTHONPATH``, so that it never imports this repository; ours inherits it (point
 it at another checkout's ``packages/*/src`` to measure an older commit).
 
@@ -17,12 +18,18 @@ upstream's (anywhere in our exception's MRO).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
@@ -38,9 +45,9 @@ class Difference(NamedTuple):
     detail: str
 
 
-def run_side(python: str, out: Path, env: dict, containers: str = "") -> dict[str, dict]:
-    """Every case's record under ``python``, by id (a case that killed it: ``crashed``)."""
-    extra = ["--containers", containers] if containers else []
+def run_side(python: str, out: Path, env: dict, extra: list[str]) -> dict[str, dict]:
+    """Every case's record under ``python`` (``runner.py`` with the ``extra`` arguments),
+    by id; a case that killed the interpreter is recorded as raising ``crashed``."""
     records: dict[str, dict] = {}
     skip, total = 0, None
     while total is None or skip < total:
@@ -56,22 +63,59 @@ def run_side(python: str, out: Path, env: dict, containers: str = "") -> dict[st
         records = {rec["id"]: rec for rec in lines[1:]}
         skip = len(records)
         if proc.returncode != 0 and skip < total:
-            crashed = {"index": skip, "id": f"#{skip}", "raised": "crashed", "mro": []}
-            crashed["message"] = proc.stderr[-300:]
-            out.open("a").write(json.dumps(crashed) + "\n")
+            _record_crash(out, skip, proc.stderr)
             skip += 1
     return records
 
 
-def run_both(upstream: str, ours: str, tmp: Path, containers: str = "") -> tuple[dict, dict]:
-    """Both sides' records, run in parallel threads (one interpreter each)."""
-    from concurrent.futures import ThreadPoolExecutor
+def _record_crash(out: Path, index: int, stderr: str) -> None:
+    """The case that killed the interpreter (the last one it said it was running)."""
+    running = [line for line in stderr.splitlines() if line.startswith("running ")]
+    case_id = running[-1].removeprefix("running ") if running else f"#{index}"
+    record = {"index": index, "id": case_id, "raised": "crashed", "mro": ["crashed"]}
+    record["message"] = stderr[-300:]
+    with out.open("a") as lines:
+        lines.write(json.dumps(record) + "\n")
 
+
+def run_both(upstream: str, ours: str, tmp: Path, containers: str = "") -> tuple[dict, dict]:
+    """Both sides' records, run at the same time (one interpreter each), with one
+    throwaway redis-server for both when the binary is installed."""
     upstream_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    with ThreadPoolExecutor(2) as pool:
-        up = pool.submit(run_side, upstream, tmp / "upstream.jsonl", upstream_env, containers)
-        us = pool.submit(run_side, ours, tmp / "ours.jsonl", dict(os.environ), containers)
+    with redis_server() as address, ThreadPoolExecutor(2) as pool:
+        extra = ["--containers", containers] if containers else []
+        extra += ["--redis", address] if address else []
+        up = pool.submit(run_side, upstream, tmp / "upstream.jsonl", upstream_env, extra)
+        us = pool.submit(run_side, ours, tmp / "ours.jsonl", dict(os.environ), extra)
         return up.result(), us.result()
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[str | None]:
+    """``host:port`` of a throwaway redis-server on a free local port (None without one)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        yield None
+        return
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(port)
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def _wait_for(port: int) -> None:
+    for _ in range(100):
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"redis-server did not start on port {port}")
 
 
 def classify(up: dict | None, ours: dict | None) -> str | None:

@@ -1,24 +1,21 @@
 """Run every differential case under the interpreter that runs this script; write JSON lines.
 
-    python runner.py OUT.jsonl [--skip N] [--containers dense,memmap]
+    python runner.py OUT.jsonl [--skip N] [--containers dense,memmap] [--redis HOST:PORT]
 
 The first line describes the tensordict imported; then one line per case, in case order:
 ``{"index", "id", "family", "before", "state", "ms"}`` when the write returned, or
 ``{"index", "id", "family", "before", "raised", "mro", "message", "phase", "ms"}`` when
 building, writing or reading back raised. ``--skip N`` starts at case N (``compare.py``
-resumes after a case that killed the interpreter). A redis-server on a free local port
-serves the store cases when the binary is installed.
+resumes after a case that killed the interpreter: the last "running <id>" line of stderr
+names it). The store cases run only with ``--redis``.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,10 +34,13 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--skip", type=int, default=0)
     parser.add_argument("--containers", default="")
+    parser.add_argument("--redis", default="", help="HOST:PORT of a redis-server to use")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    with _redis_server() as address, open(args.out, "a") as out:
-        cases.REDIS_ADDRESS = address
+    if args.redis:
+        host, port = args.redis.rsplit(":", 1)
+        cases.REDIS_ADDRESS = (host, int(port))
+    with open(args.out, "a") as out:
         selected = cases.all_cases(args.containers.split(",") if args.containers else None)
         if not args.skip:
             _emit(out, {"meta": _meta(), "total": len(selected)})
@@ -48,6 +48,7 @@ def main() -> None:
             for index in range(args.skip, len(selected)):
                 case, case_dir = selected[index], Path(tmp) / f"case{index}"
                 record = {"index": index, "id": case.id, "family": case.family}
+                print(f"running {case.id}", file=sys.stderr, flush=True)
                 start = time.perf_counter()
                 record.update(_run(case, case_dir))
                 record["ms"] = round(1000 * (time.perf_counter() - start), 1)
@@ -95,36 +96,6 @@ def _emit(out, record: dict) -> None:
 
 def _timeout(signum, frame) -> None:
     raise TimeoutError(f"case ran over {CASE_TIMEOUT_S}s")
-
-
-@contextlib.contextmanager
-def _redis_server():
-    """(host, port) of a throwaway redis-server, or None without the binary."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        yield None
-        return
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        _wait_for(port)
-        yield ("127.0.0.1", port)
-    finally:
-        server.terminate()
-        server.wait()
-
-
-def _wait_for(port: int) -> None:
-    for _ in range(100):
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"redis-server did not start on port {port}")
 
 
 if __name__ == "__main__":
