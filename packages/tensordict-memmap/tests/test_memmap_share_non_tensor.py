@@ -102,8 +102,10 @@ def test_memmap_and_memmap_like_in_place(tmp_path):
 
 def test_not_shared_without_the_flag_or_a_folder(tmp_path):
     td = _sample().memmap(tmp_path)
-    td.set_("s", "local")
-    assert td["s"] == "local" and _meta(tmp_path / "s")["data"] == "old"
+    copy = pickle.loads(pickle.dumps(td))
+    td.set_("s", "local")  # the folder is written (as upstream), not re-read by a copy
+    assert td["s"] == "local" and _meta(tmp_path / "s")["data"] == "local"
+    assert copy["s"] == "old"
     anonymous = _sample().memmap(share_non_tensor=True)
     anonymous.set_("s", "mem")
     assert anonymous["s"] == "mem"

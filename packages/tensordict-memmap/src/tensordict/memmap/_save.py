@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import errno
 import os
-import pickle
 import shutil
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,7 +35,8 @@ import torch
 
 from tensordict._futures import TensorDictFuture
 from tensordict._stack import typed_hook, typed_like
-from tensordict.memmap import _atomic, _fake, _jsonsafe, _layout, _nested, _state, _tensor
+from tensordict.memmap import _atomic, _fake, _layout, _nested, _state, _tensor
+from tensordict.memmap import _saved_non_tensor as _saved
 from tensordict.memmap._shared_non_tensor import SharedNonTensorData
 from tensordict.memmap._tensor import MemoryMappedTensor
 
@@ -44,8 +44,6 @@ _CPU = torch.device("cpu")
 _NAME_MAX = 255
 TD_TYPE = "<class 'tensordict._td.TensorDict'>"
 LAZY_TYPE = "<class 'tensordict._lazy.LazyStackedTensorDict'>"
-NONTENSOR_TYPE = "<class 'tensordict.tensorclass.NonTensorData'>"
-STACK_TYPE = "<class 'tensordict.tensorclass.NonTensorStack'>"
 
 
 @dataclass
@@ -127,6 +125,7 @@ class _Node:
     pickled: tuple[str, bytes] | None = None
     keep: set[str] = field(default_factory=set)  # the names this save writes in the folder
     share: bool = False  # build a SharedNonTensorData reading its value from meta.json
+    allow_pickle: bool = True  # an in-place write of its non-tensor value may pickle it
 
 
 # -- planning ----------------------------------------------------------------------------------
@@ -171,7 +170,7 @@ def _suffix(base: str | None, suffix: str) -> str | None:
 
 def _plan(value: Any, folder: str | None, opts: _Options, path: tuple[Any, ...] = ()) -> _Node:
     what = _state.kind(value)
-    node = _Node(value, what, folder, {}, share=opts.share)
+    node = _Node(value, what, folder, {}, share=opts.share, allow_pickle=opts.allow_pickle)
     if what == "tensordict":
         _plan_tensordict(node, opts, path)
     elif what == "lazy":
@@ -263,47 +262,15 @@ def _type_name(node: _Node) -> str:
 
 
 def _plan_non_tensor(node: _Node, path: tuple[Any, ...], opts: _Options) -> None:
-    value = node.value
+    value, where = node.value, _path_str(path or ("",))
     if node.kind == "nontensor":
-        metadata = getattr(value, "_metadata", None)
-        meta: dict[str, Any] = {"_type": NONTENSOR_TYPE}
-        try:
-            meta.update(data=_jsonsafe.encode(value.data),
-                        _metadata=_jsonsafe.encode(metadata))
-        except _jsonsafe.NotRepresentable as err:
-            node.pickled = ("other.pickle",
-                            _pickle({"data": value.data, "_metadata": metadata}, err, path, opts))
-            meta["_metadata"] = None
-        meta["_is_non_tensor"] = True
-        node.meta = _layout.dumps_meta(meta)
+        node.meta, node.pickled = _saved.encode_data(
+            value.data, getattr(value, "_metadata", None), where, opts.allow_pickle)
     else:
-        data = value.tolist()
-        try:
-            encoded = _jsonsafe.encode(data)
-        except _jsonsafe.NotRepresentable as err:
-            node.pickled = ("pickle.pkl", _pickle(data, err, path, opts))
-            encoded = "pickle.pkl"
-        device = value.device
-        node.meta = _layout.dumps_meta({
-            "_type": STACK_TYPE, "_format_version": _layout.FORMAT_VERSION,
-            "_class": "tensordict:NonTensorStack", "stack_dim": 0,
-            "device": None if device is None else str(device), "data": encoded}, compact=True)
+        node.meta, node.pickled = _saved.encode_stack(value.tolist(), value.device, where,
+                                                      opts.allow_pickle)
     if node.pickled is not None:
         node.keep.add(node.pickled[0])
-
-
-def _pickle(data: Any, err: _jsonsafe.NotRepresentable, path: tuple[Any, ...],
-            opts: _Options) -> bytes:
-    """``data``, which has no JSON encoding, pickled unless the caller refuses pickles."""
-    where = _path_str(path or ("",))
-    if not opts.allow_pickle:
-        raise TypeError(
-            f"cannot memmap the non-tensor entry {where} without pickle: {err} (and "
-            "allow_pickle=False was passed)")
-    try:
-        return pickle.dumps(data, protocol=4)
-    except (pickle.PicklingError, TypeError, AttributeError) as perr:
-        raise TypeError(f"cannot memmap the non-tensor entry {where}: {perr}") from perr
 
 
 # -- writing, swapping in, building the result -------------------------------------------------
@@ -433,12 +400,19 @@ def _build(node: _Node, built: dict[Any, Any]) -> Any:
         return type(value)(*[built[i] for i in range(len(built))], **kwargs)
     if node.kind == "tensorclass":
         return type(value).from_tensordict(built["_tensordict"])
+    if node.folder is None:  # shared memory: no folder to write back to
+        return value.to(_CPU)
     shared = node.share or isinstance(value, SharedNonTensorData)  # a re-save stays shared
-    if node.kind == "nontensor" and shared and node.folder is not None and (
-            node.pickled is None):
+    if node.kind == "nontensor" and shared and node.pickled is None:
         return SharedNonTensorData(node.folder, batch_size=value.batch_size, device=_CPU,
                                    names=value._names)
-    return value.to(_CPU)  # non-tensor data
+    if node.kind == "nontensor":  # in-place writes of it rewrite its folder
+        return _saved.SavedNonTensorData.saved(
+            value.data, node.folder, metadata=getattr(value, "_metadata", None),
+            allow_pickle=node.allow_pickle, batch_size=value.batch_size, device=_CPU,
+            names=value._names)
+    return _saved.SavedNonTensorStack.saved(value.to(_CPU), node.folder,
+                                            allow_pickle=node.allow_pickle)
 
 
 def _lock_and_mark(result: Any, node: _Node) -> None:

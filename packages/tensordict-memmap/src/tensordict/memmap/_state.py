@@ -19,7 +19,8 @@ from typing import Any
 
 import torch
 
-from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict import NonTensorData, NonTensorStack, TensorDict
+from tensordict.storage import lock_views
 from tensordict.utils import acts_as_tensordict
 
 #: id -> (weak reference, saved path) of the collections ``memmap`` created
@@ -46,7 +47,11 @@ def kind(value: Any) -> str:
 
 
 def mark(collection: Any, path: str | None) -> None:
-    """Record that ``collection`` was memmapped (at ``path``, None for shared memory)."""
+    """Record that ``collection`` was memmapped (at ``path``, None for shared memory); a
+    locked TensorDict's index views (``td[0]``: views of its files) are locked too, as
+    upstream's, so that a write to one raises instead of landing nowhere."""
+    if isinstance(collection, TensorDict) and collection.is_locked:
+        lock_views(collection)
     key = id(collection)
     try:
         ref = weakref.ref(collection, lambda _, key=key: REGISTRY.pop(key, None))
