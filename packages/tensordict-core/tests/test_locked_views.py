@@ -56,3 +56,11 @@ def test_lock_views_leaves_copies_and_plain_locks_alone():
     assert not td.lock_()[0].is_locked  # unlocking ended it
     with pytest.raises(RuntimeError, match="locked"):
         lock_views(TensorDict())
+
+
+def test_share_memory_locks_the_views_as_upstream():
+    td = TensorDict({"a": torch.zeros(3)}, [3]).share_memory_()
+    with pytest.raises(LockedTensorDictError, match="'x'"):
+        td[0]["x"] = torch.ones(())
+    td[0].set_("a", torch.tensor(1.0))  # in place: lands in the shared memory
+    assert td["a"].tolist() == [1.0, 0.0, 0.0] and set(td.keys()) == {"a"}

@@ -20,6 +20,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._last_op import made_by
+from tensordict._metadata import lock_views
 from tensordict._moves import adopt, move, parse_to_args, pinned
 from tensordict._plan import any_requires_grad
 from tensordict._pointwise import caster, clone_at_once, map_dense
@@ -233,15 +234,17 @@ class DeviceMixin:
         return self.pin_memory(num_threads, inplace=True)
 
     def share_memory_(self) -> Any:
-        """Move every leaf to shared memory and lock the TensorDict.
+        """Move every leaf to shared memory and lock the TensorDict; as upstream, its
+        index views (``td[0]``, which share that memory) are locked too.
 
-        >>> td = TensorDict(a=torch.ones(2)).share_memory_()
-        >>> td.is_shared(), td.is_locked
-        (True, True)
+        >>> td = TensorDict(a=torch.ones(2), batch_size=[2]).share_memory_()
+        >>> td.is_shared(), td.is_locked, td[0].is_locked
+        (True, True, True)
         """
         for leaf in self._tensor_leaves():
             leaf.share_memory_()
-        return self.lock_()
+        self.lock_()
+        return lock_views(self) if isinstance(self, classes.TensorDict) else self
 
     def is_shared(self) -> bool:
         """Whether the leaves live in shared memory (False without leaves)."""
