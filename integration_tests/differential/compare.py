@@ -12,7 +12,7 @@ it at another checkout's ``packages/*/src`` to measure an older commit).
 
 A case matches when both wrote and left the same state (root, and files or stores read
 back afresh), or when both raised and ours raised an instance of a class named as
-upstream's (anywhere in our exception's MRO).
+upstream's (anywhere in our exception's MRO; a leading underscore aside).
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def classify(up: dict | None, ours: dict | None) -> str | None:
             return "upstream raises, ours writes" + (
                 " nothing (silent no-op)" if _unchanged(ours) else ""
             )
-        return None if up["raised"] in ours["mro"] else "another exception"
+        return None if _same_class(up["raised"], ours["mro"]) else "another exception"
     if "raised" in ours:
         return "ours raises, upstream writes"
     if up["state"] == ours["state"]:
@@ -135,6 +135,12 @@ def classify(up: dict | None, ours: dict | None) -> str | None:
     if _unchanged(ours) and not _unchanged(up):
         return "ours writes nothing (silent no-op)"
     return "another state"
+
+
+def _same_class(upstream_class: str, our_mro: list[str]) -> bool:
+    """Whether our exception is of upstream's class, by name; upstream's private classes
+    (``_InplaceWriteError``) match our public ones of the same name."""
+    return upstream_class.lstrip("_") in {name.lstrip("_") for name in our_mro}
 
 
 def _unchanged(record: dict) -> bool:

@@ -56,3 +56,4 @@ def test_classify_names_a_silent_no_op() -> None:
     raised = {"raised": "KeyError", "mro": ["KeyError", "LookupError", "Exception"]}
     assert compare.classify({"raised": "LookupError"}, raised) is None
     assert compare.classify({"raised": "ValueError"}, raised) == "another exception"
+    assert compare.classify({"raised": "_KeyError"}, raised) is None
