@@ -1,14 +1,15 @@
 """Run the differential cases under upstream tensordict and ours, and compare what each left.
 
     python compare.py --upstream /path/to/upstream/bin/python [--ours PY] [--details]
-        [--containers dense,memmap] [--keep DIR]
+        [--containers dense,memmap] [--keep DIR] [--by family|container|view|write]
 
-prints the summary (cases, matching, differing by family and kind) and, with
-``--details``, every difference. Both interpreters run ``runner.py`` at the same time,
-each in one process (restarted after a case that kills it), with one throwaway
-redis-server for the store cases when ``redis-server`` is installed. The upstream side runs
-without ``PYTHONPATH``, so that it never imports this repository; ours inherits it (point
-it at another checkout's ``packages/*/src`` to measure an older commit).
+prints the summary (cases, matching, differing by family, or by what ``--by`` names, and
+kind) and, with ``--details``, every difference (grouped by family). Both interpreters
+run ``runner.py`` at the same time, each in one process (restarted after a case that kills
+it), with one throwaway redis-server for the store cases when ``redis-server`` is
+installed. The upstream side runs without ``PYTHONPATH``, so that it never imports this
+repository; ours inherits it (point it at another checkout's ``packages/*/src`` to measure
+an older commit).
 
 A case matches when both wrote and left the same state (root, and files or stores read
 back afresh), or when both raised and ours raised an instance of a class named as
@@ -209,7 +210,7 @@ def summary(families: dict[str, str], found: list[Difference], allowed: list[Dif
     """The table: per family (``families`` maps every case id to its family), the cases,
     those that differ, and how they differ."""
     total = Counter(families.values())
-    header = f"{'family':<26}{'cases':>7}{'differ':>8}" + "".join(f"{c:>16}" for c in _COLUMNS)
+    header = f"{'group':<26}{'cases':>7}{'differ':>8}" + "".join(f"{c:>16}" for c in _COLUMNS)
     lines = [header]
     for family in sorted(total):
         kinds = [d.kind for d in found if d.family == family]
@@ -239,12 +240,24 @@ def report(found: list[Difference], per_group: int = 40) -> str:
     return "\n".join(lines)
 
 
+GROUPINGS = {
+    "family": lambda case_id, rec: rec.get("family", "?"),
+    "container": lambda case_id, rec: case_id.split("/")[0],
+    "view": lambda case_id, rec: rec.get("family", "?|?").split("|")[-1],
+    "write": lambda case_id, rec: case_id.split("/")[-1],
+}
+"""What ``--by`` sums the summary over (a case id is ``container/view/write``)."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--upstream", required=True, help="python of a venv with upstream")
     parser.add_argument("--ours", default=sys.executable)
     parser.add_argument("--containers", default="")
     parser.add_argument("--details", action="store_true")
+    parser.add_argument(
+        "--by", choices=sorted(GROUPINGS), default="family", help="what the summary sums over"
+    )
     parser.add_argument("--keep", type=Path, help="keep both sides' JSON lines here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -258,8 +271,9 @@ def main() -> None:
             print(f"{side}: {meta['tensordict']}")
     found = differences(up, ours)
     not_allowed, allowed = split_allowed(found)
-    families = {case_id: rec.get("family", "?") for case_id, rec in {**ours, **up}.items()}
-    print(summary(families, found, allowed))
+    group = GROUPINGS[args.by]
+    groups = {case_id: group(case_id, rec) for case_id, rec in {**ours, **up}.items()}
+    print(summary(groups, [d._replace(family=groups[d.id]) for d in found], allowed))
     if args.details:
         print()
         print(report(not_allowed))
