@@ -271,6 +271,7 @@ CONTAINERS: dict[str, Callable[[Path], Fixture]] = {
 }
 """Every container by name. safetensors files are not in: upstream 0.15.3 has no API for them."""
 
+_STORAGE = frozenset({"h5", "zarr", "redis", "redis_stack", "parquet"})
 _ALL_VIEWS = frozenset(VIEWS)
 _CORE_VIEWS = frozenset(
     {"self", "int", "slice", "mask", "tuple", "nested", "int_nested", "sub_td", "select",
@@ -300,7 +301,6 @@ VIEWS_OF: dict[str, frozenset[str]] = {
     **dict.fromkeys(["h5", "redis", "redis_stack", "parquet"], _STORAGE_VIEWS),
     "zarr": _SLOW_STORAGE_VIEWS,
 }
-_STORAGE = frozenset({"h5", "zarr", "redis", "redis_stack", "parquet"})
 """The views each container is written through: every one for the plain dense and lazy
 containers, the main kinds for the others (so that the run stays within minutes; storage
 is slow, and its containers take one write of each path, ``_STORAGE_WRITES``)."""
@@ -331,8 +331,10 @@ def all_cases(containers: list[str] | None = None) -> list[Case]:
 
     The redis containers come only when ``REDIS_ADDRESS`` is set.
     """
-    names = containers or [
-        name for name in CONTAINERS if REDIS_ADDRESS or not name.startswith("redis")
+    names = [
+        name
+        for name in containers or CONTAINERS
+        if REDIS_ADDRESS or not name.startswith("redis")
     ]
     return [
         Case(container, view, write)
