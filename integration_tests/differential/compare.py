@@ -130,7 +130,9 @@ def classify(up: dict | None, ours: dict | None) -> str | None:
             )
         return None if _same_class(up["raised"], ours["mro"]) else "another exception"
     if "raised" in ours:
-        return "ours raises, upstream writes"
+        return "ours raises, upstream writes" + (
+            " (root unchanged: a lost write?)" if _unchanged(up) else ""
+        )
     if up["state"] == ours["state"]:
         return None
     if _unchanged(ours) and not _unchanged(up):
