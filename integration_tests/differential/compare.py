@@ -1,7 +1,8 @@
 """Run the differential cases under upstream tensordict and ours, and compare what each left.
 
     python compare.py --upstream /path/to/upstream/bin/python [--ours PY] [--details]
-        [--containers dense,memmap] [--keep DIR] [--by family|container|view|write]
+        [--containers dense,memmap] [--only ID,...] [--keep DIR]
+        [--by family|container|view|write]
 
 prints the summary (cases, matching, differing by family, or by what ``--by`` names, and
 kind) and, with ``--details``, every difference (grouped by family). Both interpreters
@@ -79,12 +80,15 @@ def _record_crash(out: Path, index: int, stderr: str) -> None:
         lines.write(json.dumps(record) + "\n")
 
 
-def run_both(upstream: str, ours: str, tmp: Path, containers: str = "") -> tuple[dict, dict]:
+def run_both(
+    upstream: str, ours: str, tmp: Path, containers: str = "", only: str = ""
+) -> tuple[dict, dict]:
     """Both sides' records, run at the same time (one interpreter each), with one
     throwaway redis-server for both when the binary is installed."""
     upstream_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     with redis_server() as address, ThreadPoolExecutor(2) as pool:
         extra = ["--containers", containers] if containers else []
+        extra += ["--only", only] if only else []
         extra += ["--redis", address] if address else []
         up = pool.submit(run_side, upstream, tmp / "upstream.jsonl", upstream_env, extra)
         us = pool.submit(run_side, ours, tmp / "ours.jsonl", dict(os.environ), extra)
@@ -180,12 +184,12 @@ def _outcome(rec: dict | None) -> str:
 
 
 def _parting(up: object, ours: object, path: str):
-    """'path: upstream != ours' for every place the two snapshots differ."""
+    """'path: upstream X, ours Y' for every place the two snapshots differ."""
     if isinstance(up, dict) and isinstance(ours, dict) and "values" not in up:
         for key in sorted(set(up) | set(ours)):
             yield from _parting(up.get(key, "<absent>"), ours.get(key, "<absent>"), f"{path}.{key}")
     elif up != ours:
-        yield f"{path.lstrip('.')}: {_short(up)} != {_short(ours)}"
+        yield f"{path.lstrip('.')}: upstream {_short(up)}, ours {_short(ours)}"
 
 
 def _short(value: object) -> str:
@@ -256,6 +260,7 @@ def main() -> None:
     parser.add_argument("--upstream", required=True, help="python of a venv with upstream")
     parser.add_argument("--ours", default=sys.executable)
     parser.add_argument("--containers", default="")
+    parser.add_argument("--only", default="", help="comma-separated case ids (a repro)")
     parser.add_argument("--details", action="store_true")
     parser.add_argument(
         "--by", choices=sorted(GROUPINGS), default="family", help="what the summary sums over"
@@ -267,7 +272,7 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
         for side in ("upstream", "ours"):
             (out / f"{side}.jsonl").unlink(missing_ok=True)
-        up, ours = run_both(args.upstream, args.ours, out, args.containers)
+        up, ours = run_both(args.upstream, args.ours, out, args.containers, args.only)
         for side in ("upstream", "ours"):
             meta = json.loads((out / f"{side}.jsonl").open().readline())["meta"]
             print(f"{side}: {meta['tensordict']}")

@@ -1,6 +1,7 @@
 """Run every differential case under the interpreter that runs this script; write JSON lines.
 
-    python runner.py OUT.jsonl [--skip N] [--containers dense,memmap] [--redis HOST:PORT]
+    python runner.py OUT.jsonl [--skip N] [--containers dense,memmap] [--only ID,...]
+        [--redis HOST:PORT]
 
 The first line describes the tensordict imported; then one line per case, in case order:
 ``{"index", "id", "family", "before", "state", "ms"}`` when the write returned, or
@@ -34,6 +35,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--skip", type=int, default=0)
     parser.add_argument("--containers", default="")
+    parser.add_argument("--only", default="", help="comma-separated case ids to run alone")
     parser.add_argument("--redis", default="", help="HOST:PORT of a redis-server to use")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
@@ -42,6 +44,8 @@ def main() -> None:
         cases.REDIS_ADDRESS = (host, int(port))
     with open(args.out, "a") as out:
         selected = cases.all_cases(args.containers.split(",") if args.containers else None)
+        if args.only:
+            selected = [case for case in selected if case.id in args.only.split(",")]
         if not args.skip:
             _emit(out, {"meta": _meta(), "total": len(selected)})
         with tempfile.TemporaryDirectory(dir=_FAST_TMP if _FAST_TMP.is_dir() else None) as tmp:
