@@ -91,6 +91,6 @@ def test_lock_is_the_stores():
     with pytest.raises(RuntimeError, match="locked"):
         view["new"] = torch.tensor(1.0)
     td.unlock_()
-    with pytest.raises(RuntimeError, match="lock the collection"):
+    with pytest.raises(RuntimeError, match="lock the parent"):
         td[0].lock_()
     assert td["a"][0] == 9.0 and "new" not in td.keys()

@@ -82,3 +82,10 @@ def test_lazy_stack_of_memmapped_parts(tmp_path):
     stack._get_sub_tensordict((slice(None), 2))["a"] = torch.full((2, 2), -1.0)
     for i in range(2):
         assert TensorDict.load_memmap(tmp_path / str(i))["a"][2].tolist() == [-1.0, -1.0]
+
+
+@pytest.mark.parametrize("idx", list(INDICES.values()), ids=list(INDICES))
+def test_a_view_of_a_memory_mapped_tensordict_is_memory_mapped(tmp_path, idx):
+    td = _saved(tmp_path)
+    assert td._get_sub_tensordict(idx).is_memmap()  # as upstream
+    assert not TensorDict(a=torch.zeros(3), batch_size=[3])._get_sub_tensordict(idx).is_memmap()

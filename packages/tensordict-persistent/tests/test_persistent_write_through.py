@@ -146,7 +146,7 @@ def test_views_of_a_locked_file_write_in_place_only(ptd):
     with pytest.raises(RuntimeError, match="locked"):
         view.unlock_()
     ptd.unlock_()
-    with pytest.raises(RuntimeError, match="lock the collection"):
+    with pytest.raises(RuntimeError, match="lock the parent"):
         ptd[1].lock_()
     assert not ptd.is_locked
     expected = sample()

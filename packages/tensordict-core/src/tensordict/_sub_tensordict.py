@@ -1,24 +1,28 @@
 """_SubTensorDict: the entries of a collection at a batch index, as a view that writes
-through (what ``td._get_sub_tensordict(idx)`` returns).
+through (``td._get_sub_tensordict(idx)``, and ``collection[idx]`` of a storage-backed
+collection; public for plugin authors as :class:`tensordict.storage.IndexView`).
 
-Reads index the parent's entries (a leaf is a view of the parent's where torch's indexing
-gives one: ints, slices, ``None``, ``...``; a copy for a mask or an index tensor, or under
-a lazy stack); a sub-TensorDict is a view of the parent's sub-TensorDict at the same index.
-Writes go to the parent at the index, through its own writes, so dense, lazy-stacked and
-memory-mapped parents all take them:
+The collection viewed (the source) decides how rows are read and written:
 
-- an existing entry: ``parent.set_at_(key, value, idx)``;
-- a new entry: created in the parent with its batch size, zeros (or, for non-tensor data,
-  what ``parent[idx] = value`` allocates) outside ``idx``;
-- ``del``, ``rename_key_``: on the parent's entry itself;
-- in-place ops (``add_``, ``zero_``, ``apply_``...), ``view[i] = value``, ``update_at_``:
-  computed on a copy of the entries at the index, then written back at the index
+- reads: ``source._get_at_str(key, idx)`` (an in-memory collection indexes its entry: a
+  view of the parent's leaf where torch's indexing gives one, a copy for a mask or an
+  index tensor; a storage class reads the rows alone); a sub-collection is a view of the
+  source's sub-collection at the same index. ``source._read_at(idx)`` reads them all;
+- writes go to the source at the index, through its own writes, so dense, lazy-stacked,
+  memory-mapped and storage-backed sources all take them: an existing entry through
+  ``source.set_at_``; a new entry is created in the source with its batch size, zeros
+  (or, for non-tensor data, what ``source[idx] = value`` allocates) outside ``idx``, its
+  new levels holding the value's leaves (a store cannot hold an empty node); ``del``
+  and ``rename_key_`` change the source's entry itself; in-place ops (``add_``,
+  ``zero_``, ``apply_``...), ``view[i] = value`` and ``update_at_`` are computed on a
+  copy of the entries at the index, then written back with ``source._set_at_index``
   (:class:`~tensordict.storage.WriteBackMixin`), so they land whatever the index.
 
-Other ops (``clone``, ``apply``, ``select``, math, shape ops...) work on the entries read
-and return plain TensorDicts. As upstream, ``set(key, value)`` of an existing entry
-raises unless ``inplace=True``, a view cannot be locked on its own (it has its parent's
-lock), and its names and batch size cannot be set.
+Other ops (``clone``, ``apply``, math, shape ops...) work on the entries read and return
+plain TensorDicts; ``select``/``exclude`` raise over storage (their copies would write
+nowhere). As upstream, ``set(key, value)`` of an existing entry raises unless
+``inplace=True``, a view is locked while its source is and cannot be locked on its own,
+and its names and batch size cannot be set.
 
 Example:
     >>> import torch
@@ -41,14 +45,15 @@ import torch
 
 from tensordict import errors
 from tensordict._base import TensorDictBase
-from tensordict._collection import NO_DEFAULT, classes, register_class
+from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection, register_class
 from tensordict._dict_api import DictMixin
-from tensordict._nested_key import NestedKey, is_nested_key
+from tensordict._metadata import LOCKED_BY_PARENT
+from tensordict._nested_key import NestedKey, is_nested_key, key_to_path
 from tensordict._nontensor import unwrap_non_tensor
 from tensordict._plan import WritePlan
 from tensordict._repr import Block, _sizes, compact_entries, tensordict_repr
 from tensordict._shapes import indexed_size, normalize_index
-from tensordict._write_back import WriteBackMixin
+from tensordict._write_back import WriteBackMixin, check_fits
 
 _Tensor = torch.Tensor
 
@@ -69,6 +74,9 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
 
     def __init__(self, source: Any, idx: Any) -> None:
         parts = normalize_index(idx, source.batch_size)
+        if any(part.__class__ is slice and (part.step or 1) < 0 for part in parts):
+            raise ValueError(f"step must be greater than zero (index {idx!r}), as for a "
+                             "tensor")
         self._source = source
         self.idx = parts
         self._batch_size = indexed_size(source.batch_size, parts)
@@ -85,6 +93,9 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
     def _view(self, collection: Any) -> _SubTensorDict:
         """A view of ``collection`` (a sub-collection of the source) at this index."""
         return _SubTensorDict(collection, self.idx)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self._source, self.idx)
 
     # -- metadata ------------------------------------------------------------------------
     @property
@@ -127,31 +138,37 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
 
     @property
     def _is_locked(self) -> Any:
-        return self._source._is_locked
+        return LOCKED_BY_PARENT if self._source.is_locked else False
 
     def _propagate_lock(self, locked: bool) -> None:
-        raise RuntimeError("Cannot lock or unlock a _SubTensorDict: lock the parent "
-                           "tensordict instead.")
+        if locked:
+            raise RuntimeError(f"Cannot lock a _SubTensorDict, a view of a "
+                               f"{type(self._source).__name__}: lock the parent instead.")
+
+    def is_memmap(self) -> bool:
+        """Whether the entries viewed are memory-mapped (those of the parent)."""
+        return self._source.is_memmap()
 
     # -- reading -------------------------------------------------------------------------
     def _read(self) -> Any:
-        """The entries at the index as the source's indexing gives them (a TensorDict or
-        a lazy stack, whose leaves are views where torch's indexing gives views)."""
-        source = self._source
-        if source.__class__ is _SubTensorDict:
-            source = source._read()
-        return source._index(self.idx)
+        """The entries at the index as the source reads them (``_read_at``): a TensorDict
+        or a lazy stack whose leaves are views of an in-memory source's where torch's
+        indexing gives views, a copy from storage."""
+        return self._source._read_at(self.idx)
+
+    def _read_at(self, index: Any) -> Any:
+        return self._read()._index(index)
+
+    def to_tensordict(self, *, retain_none: bool | None = None) -> Any:
+        """The entries viewed, copied into an ordinary in-memory TensorDict."""
+        read = self._read()
+        return read if _reads_copies(self) else read.to_tensordict(retain_none=retain_none)
 
     def _keys_str(self) -> Iterator[str]:
         return self._source._keys_str()
 
     def _get_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
-        value = self._source._get_str(key, default)
-        if value is default and default is not NO_DEFAULT:
-            return default
-        if isinstance(value, TensorDictBase) and not value._is_non_tensor:
-            return self._view(value)
-        return value[self.idx]  # a tensor, non-tensor data, a tensorclass
+        return self._source._get_at_str(key, self.idx, default)
 
     def _peek_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
         """The kind of entry ``key`` is: the source's peek (nothing is indexed)."""
@@ -165,7 +182,7 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
         return self._index(index)
 
     def _index(self, index: Any) -> _SubTensorDict:
-        return _SubTensorDict(self, index)
+        return type(self)(self, index)
 
     def _apply_nest(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
         if kwargs.get("inplace"):  # on a copy, written back at the index
@@ -178,6 +195,19 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
     def _excluded(self, tree: dict[str, Any]) -> Any:
         return self._read()._excluded(tree)
 
+    def select(self, *keys: Any, **kwargs: Any) -> Any:
+        """The entries at ``keys``, read; refused over storage, where the copy would take
+        writes that reach nothing (also the storage classes' own ``select``)."""
+        if _reads_copies(self):
+            raise NotImplementedError(_NO_COPY.format("select", type(self).__name__))
+        return TensorDictBase.select(self, *keys, **kwargs)
+
+    def exclude(self, *keys: Any, **kwargs: Any) -> Any:
+        """The entries but ``keys``, read; refused over storage (see :meth:`select`)."""
+        if _reads_copies(self):
+            raise NotImplementedError(_NO_COPY.format("exclude", type(self).__name__))
+        return TensorDictBase.exclude(self, *keys, **kwargs)
+
     # -- writing -------------------------------------------------------------------------
     def _validate_value(self, value: Any, key: Any, non_blocking: bool = False) -> Any:
         return self._empty_child()._validate_value(value, key, non_blocking)
@@ -187,17 +217,39 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
         if not validated:
             value = self._validate_value(value, key, non_blocking)
         source = self._source
-        if source._peek_str(key, None) is not None:
+        if source._peek_str(key, None) is None:
+            self._create(key, value, non_blocking)
+        elif isinstance(value, TensorDictBase) and not value._is_non_tensor:
+            self._get_str(key).update(value, inplace=True)  # entry by entry, new ones too
+        else:
             source.set_at_(key, value, self.idx, non_blocking=non_blocking)
-            return self
-        # a new entry: the source's batch size, what ``source[idx] = value`` allocates
-        # outside the index (zeros, for tensors); built whole before it is stored
+        return self
+
+    def _create(self, key: str, value: Any, non_blocking: bool) -> None:
+        """Create ``key`` in the source, with its batch size: ``value`` at the index, what
+        ``source[idx] = value`` allocates outside it (zeros, for tensors); built whole
+        before it is stored, so a new sub-collection holds leaves from the start."""
+        if self.is_locked:
+            raise errors.locked("add", key)
+        source = self._source
+        if getattr(value, "_is_non_tensor", False) and _reads_copies(source):
+            raise TypeError(f"cannot create the non-tensor entry {key!r} through an index "
+                            f"view of a {type(source).__name__}: set it on the collection")
         whole = classes.TensorDict._from_entries({}, source.batch_size, source.device)
         whole._set_at_index(self.idx, classes.TensorDict._from_entries(
             {key: value}, self._batch_size, self.device))
         source._set_str(key, whole._get_str(key), inplace=False, validated=False,
                         non_blocking=non_blocking)
-        return self
+
+    def _set_path(self, path: tuple[str, ...], value: Any, inplace: bool,
+                  non_blocking: bool = False) -> None:
+        """Write ``value`` at ``path``; missing levels are created holding it."""
+        node, depth = self._deepest_node(path)
+        if depth < len(path) - 1:
+            value = classes.TensorDict({path[depth + 1:]: value}, batch_size=node.batch_size,
+                                       device=node.device)
+        node._set_str(path[depth], value, inplace=inplace, validated=False,
+                      non_blocking=non_blocking)
 
     def set(self, key: NestedKey, item: Any, inplace: bool = False, *,
             non_blocking: bool = False, **kwargs: Any) -> _SubTensorDict:
@@ -214,12 +266,12 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
                 f"Calling `_SubTensorDict.set(key, value, inplace=False)` is prohibited for "
                 f"existing entries (here {key!r}). Consider calling _SubTensorDict.set_(...) "
                 "or cloning your tensordict first.")
-        return TensorDictBase.set(self, key, item, inplace, non_blocking=non_blocking,
-                                  **kwargs)
+        self._set_path(key_to_path(key), item, inplace, non_blocking)
+        return self
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if key.__class__ is tuple and is_nested_key(key):
-            TensorDictBase.set(self, key, value)  # (not self.set: it refuses existing keys)
+            self._set_path(key_to_path(key), value, inplace=False)  # (existing keys too)
         else:
             TensorDictBase.__setitem__(self, key, value)
 
@@ -250,20 +302,33 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
                     if path in source}
         if existing:
             source._plan_at_index(self.idx, existing).run()
-        TensorDictBase._write_entries(self, [write for write in writes
-                                             if write[0] + (write[1],) not in existing],
-                                      inplace, non_blocking)
+        for parent, key, value in writes:
+            if value.__class__ is WritePlan:
+                value.run()
+            elif parent + (key,) not in existing:
+                self._set_path(parent + (key,), value, inplace, non_blocking)
 
     def _plan_set_(self, plan: WritePlan, key: str, value: Any, path: NestedKey,
                    non_blocking: bool) -> None:
-        """The source's checked write of ``value`` into its entry at the index."""
+        """The source's write of ``value`` into its entry at the index (``path`` names it
+        in errors)."""
         value = self._validate_value(value, path, non_blocking)
-        plan.extend(self._source._plan_at_index(self.idx, {key: value}))
+        source = self._source
+        if _reads_copies(source):  # checked now, as an in-memory source checks its plan
+            peek = source._peek_str(key)
+            if isinstance(value, _Tensor) and isinstance(peek, _Tensor):
+                feature = peek.shape[len(source.batch_size):]
+                check_fits(value.shape, self._batch_size + feature, path)
+        plan.extend(source._plan_at_index(self.idx, {key: value}))
 
     def _plan_at_index(self, index: Any, value: Any) -> WritePlan:
-        """``self[index] = value``, done now on a copy of the entries (checked: it raises
-        before anything is planned); the plan writes the copy back at the index."""
+        """``self[index] = value``, done now on a copy of the entries ``value`` holds
+        (checked: it raises before anything is planned); the plan writes the copy back."""
+        if not is_tensor_collection(value) and isinstance(value, Mapping):
+            value = classes.TensorDict(dict(value), batch_size=self._indexed_batch(index))
         local = self.to_tensordict()
+        if is_tensor_collection(value):
+            local = local.select(*value.keys(True, True), strict=False)
         local._set_at_index(index, value)
         plan = WritePlan()
         plan.call(self._write_back, local)
@@ -273,10 +338,12 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
         self._plan_at_index(index, value).run()
 
     def _write_back(self, local: Any) -> None:
-        self._source._set_at_index(self.idx, local)
+        """Write the leaves of ``local`` (the entries read and changed in memory) back, in
+        one write at the index."""
+        self._source._set_at_index(self.idx, local.select(*local.keys(True, True)))
 
     def _parent_of(self, path: tuple[str, ...], create: bool) -> Any:
-        """The view of the source's sub-TensorDict holding ``path[-1]``, created there
+        """The view of the source's sub-collection holding ``path[-1]``, created there
         (with the source's batch size) if asked."""
         if len(path) == 1:
             return self
@@ -305,3 +372,15 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
         extra = self._batch_size[batch_ndim:]
         return f"{type(self).__name__}{_sizes(extra) if extra else ''}", compact_entries(self)
 
+
+def _reads_copies(collection: Any) -> bool:
+    """Whether the entries of ``collection`` (a view: of the collection under its views)
+    are read as copies: storage, a :class:`~tensordict.storage.WriteBackMixin` class."""
+    while isinstance(collection, _SubTensorDict):
+        collection = collection._source
+    return isinstance(collection, WriteBackMixin)
+
+
+#: upstream's message for select/exclude of a file-backed TensorDict
+_NO_COPY = ("Cannot call {} on the {}: the result would be a copy that writes nowhere. "
+            "Call to_tensordict() first.")

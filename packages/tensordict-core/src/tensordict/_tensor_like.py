@@ -310,6 +310,28 @@ class TensorLikeMixin:
         """
         return classes._SubTensorDict(self, idx)
 
+    def _get_at_str(self, key: str, index: Any, default: Any = NO_DEFAULT) -> Any:
+        """The entry ``key`` at the batch ``index``, as an index view reads it: a tensor's
+        rows (a view of them where torch's indexing gives one), a sub-collection as a view
+        writing through; ``default`` for a missing key (KeyError without one). Storage
+        classes override it to read the rows alone.
+
+        >>> td = TensorDict(a=torch.arange(3), batch_size=[3])
+        >>> td._get_at_str("a", (slice(1, None),))
+        tensor([1, 2])
+        """
+        value = self._get_str(key, default)
+        if value is default and default is not NO_DEFAULT:
+            return default
+        if isinstance(value, classes.TensorDictBase) and not value._is_non_tensor:
+            return classes._SubTensorDict(value, index)
+        return value[index]  # a tensor, non-tensor data, a tensorclass
+
+    def _read_at(self, index: Any) -> Any:
+        """The entries at the batch ``index``, as ``self[index]`` gives them (what the
+        index views of this collection read)."""
+        return self._index(index)
+
     # -- construction from Python data ----------------------------------------------------
     @classmethod
     def from_list(cls, input: Sequence[Any], *, auto_batch_size: bool | None = None,  # noqa: A002

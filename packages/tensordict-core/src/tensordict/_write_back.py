@@ -15,7 +15,7 @@ everything), ``_peek_str`` (a meta tensor of each entry's shape and dtype), ``se
 - ``td[key]`` (non-tensor data unwrapped), and ``td[index]`` through ``_index``, which
   returns ``IndexView(self, index)`` (:mod:`tensordict.storage`) in classes whose index
   views write through: the view reads entries with ``_get_at_str`` (override it to read
-  the rows alone) and writes with ``_set_at_index``.
+  the rows alone), all of them with ``_read_at``, and writes with ``_set_at_index``.
 
 :func:`split_rows` tells such a class which rows of the first dim an index reads.
 
@@ -40,9 +40,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
+from tensordict._collection import classes, is_tensor_collection
 from tensordict._keys import is_leaf_nontensor
 from tensordict._nontensor import unwrap_non_tensor
+from tensordict._plan import WritePlan
 from tensordict._update_keys import update_paths
 
 #: in-place ops that change values: computed on the data read into memory, written back
@@ -104,10 +105,14 @@ class WriteBackMixin:
     def _apply_nest(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
         local = self.to_tensordict()
         result = local._apply_nest(fn, *others, **kwargs)
-        if kwargs.get("inplace"):
+        if not kwargs.get("inplace"):
+            return result
+        plan = kwargs.get("plan")  # (a lazy stack's apply_: its plan writes every part)
+        if plan is None:
             self._write_back(local)
-            return self
-        return result
+        else:
+            plan.call(self._write_back, local)
+        return self
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, str) or (isinstance(index, tuple) and index and
@@ -115,12 +120,18 @@ class WriteBackMixin:
             return unwrap_non_tensor(self._get_path(index))
         return self._index(index)
 
-    def _get_at_str(self, key: str, index: Any, default: Any = NO_DEFAULT) -> Any:
-        """The entry ``key`` at ``index`` (what an index view reads): a tensor's rows, a
-        sub-collection indexed; ``default`` for a missing key (KeyError without one).
-        Classes that can read rows alone override it."""
-        value = self._get_str(key, default)
-        return value if value is default and default is not NO_DEFAULT else value[index]
+    def _read_at(self, index: Any) -> Any:
+        """The entries at ``index`` read into an in-memory TensorDict, entry by entry
+        through ``_get_at_str`` (what an index view reads; override it to read them at
+        once)."""
+        entries = {}
+        for key in self._keys_str():
+            value = self._get_at_str(key, index)
+            if is_tensor_collection(value) and not getattr(value, "_is_non_tensor", False):
+                value = value.to_tensordict()
+            entries[key] = value
+        return classes.TensorDict._from_entries(entries, self._indexed_batch(index),
+                                                self.device)
 
     def _write_back(self, local: Any) -> None:
         """Store every tensor of ``local`` (this collection read into memory and changed
@@ -128,6 +139,13 @@ class WriteBackMixin:
         for key, value in local.items(True, True):
             if isinstance(value, torch.Tensor):
                 self.set_(key, value)
+
+    def _plan_at_index(self, index: Any, value: Any) -> WritePlan:
+        """``self[index] = value`` as a plan: through ``_set_at_index`` (into what is
+        stored, not into the copies read) when the plan runs."""
+        plan = WritePlan()
+        plan.call(self._set_at_index, index, value)
+        return plan
 
     def _indexed_batch(self, index: Any) -> torch.Size:
         """The batch size of ``self[index]``, computed without reading anything

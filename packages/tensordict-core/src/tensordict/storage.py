@@ -12,10 +12,16 @@ locked too).
 """
 
 from tensordict._atomic_file import atomic_write
-from tensordict._index_view import IndexView
 from tensordict._metadata import lock_views
 from tensordict._storage import zeros_prototype
+from tensordict._sub_tensordict import _SubTensorDict
 from tensordict._write_back import IN_PLACE_OPS, WriteBackMixin, check_fits, split_rows
+
+#: ``collection[index]`` of a storage class, as a view writing through: what its ``_index``
+#: returns (``IndexView(self, index)``). Reads go through the collection's ``_get_at_str``
+#: (one entry's rows) and ``_read_at`` (all of them), writes through its
+#: ``_set_at_index``; ``td._get_sub_tensordict(index)`` is the same class.
+IndexView = _SubTensorDict
 
 __all__ = ["IN_PLACE_OPS", "IndexView", "WriteBackMixin", "atomic_write", "check_fits",
            "lock_views", "split_rows", "zeros_prototype"]

@@ -44,7 +44,6 @@ from tensordict.store._store import (
     STORE_BACKENDS,
     StoreHandle,
     StoreMixin,
-    StoreRows,
     _leaves,
     _Shared,
 )
@@ -324,7 +323,7 @@ class LazyStackedTensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, Tensor
                 raise IndexError(f"index {index} is out of range for a stack of "
                                  f"{self._count}")
             return _Element(self, int(index) % self._count)
-        return StoreRows(self, index)
+        return IndexView(self, index)
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, str):

@@ -383,15 +383,6 @@ class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
         value = self._validate_value(value, path)
         plan.call(self._store_entries, self._fitted(self._entries(key, value)), ())
 
-    def _apply_nest(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
-        plan = kwargs.get("plan")
-        if not kwargs.get("inplace") or plan is None:
-            return super()._apply_nest(fn, *others, **kwargs)
-        local = self.to_tensordict()  # (a lazy stack's apply_: its plan writes every part)
-        local._apply_nest(fn, *others, **kwargs)
-        plan.call(self._write_back, local)
-        return self
-
     def _write_back(self, local: TensorDictBase) -> None:
         """Every tensor of ``local`` over the leaf of the same key, in one transaction."""
         prefix = SEPARATOR.join(self._path)
@@ -542,7 +533,7 @@ class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
 
     def _index(self, index: Any) -> IndexView:
         """A view of the rows ``index``: reads and writes reach the server."""
-        return StoreRows(self, index)
+        return IndexView(self, index)
 
     def _read_at(self, index: Any) -> TensorDict:
         """``self[index]`` read into memory: its rows of every leaf, in one round trip."""
@@ -612,14 +603,6 @@ class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
         return (f"TensorDictStore(keys={list(self._keys_str())}, "
                 f"batch_size={self._batch_size}, device={self._device}, backend='redis', "
                 f"td_id={self._shared.td_id!r})")
-
-
-class StoreRows(IndexView):
-    """An index view of a store (either kind) that reads everything it views at once
-    (``source._read_at(index)``)."""
-
-    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDictBase:
-        return self._source._read_at(self._idx)
 
 
 class _Zeros:
