@@ -149,10 +149,9 @@ STACK_WRITES = {
     "update_at_": lambda t: t.update_at_({"a": torch.full((2,), 9.0)}, (1, 2)),
     "part add_": lambda t: t[0].add_(4),
 }
-# core's lazy stack computes these on the leaves it reads from its parts, which are copies
-# for stores: they land once it runs them on its data read into memory and update_s itself
-# with the result when a part is a WriteBackMixin (then these XPASS: drop the xfail)
-NEEDS_CORE = {
+# in-place ops: core's lazy stack runs them on its data read into memory and update_s itself
+# with the result, since its parts read copies
+STACK_WRITES.update({
     "add_": lambda t: t.add_(10),
     "zero_": lambda t: t.zero_(),
     "fill_": lambda t: t.fill_("a", 7),
@@ -160,14 +159,15 @@ NEEDS_CORE = {
     "+=": lambda t: t.__iadd__(3),
     "masked_fill_": lambda t: t.masked_fill_(
         torch.tensor([[True, False, True, False], [False, False, True, True]]), 6.0),
-}
+    "clamp_min_": lambda t: t.clamp_min_(0.5),
+    "mask add_": lambda t: t[torch.tensor([True, False])].add_(2),
+    "nested zero_": lambda t: t["n"].zero_(),
+})
 
 
-@pytest.mark.parametrize("write", list(STACK_WRITES) + [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="core's lazy in-place ops"))
-    for name in NEEDS_CORE])
+@pytest.mark.parametrize("write", list(STACK_WRITES))
 def test_lazy_stacks_of_stores_write_through(server, write):
-    op = {**STACK_WRITES, **NEEDS_CORE}[write]
+    op = STACK_WRITES[write]
     stores, stack, expected = stacks(server)
     op(expected)
     op(stack)
@@ -318,3 +318,43 @@ def test_a_locked_store_takes_in_place_writes_only(server):
     got = fresh(store, server)
     assert got["a"][:, 0].tolist() == [1.0, 2.0, 0.0, 0.0]
     assert got["h"].tolist() == [3.0] * 4 and "new" not in got.keys()
+
+
+# -- new sub-collections through a view: leaves from the start (a store holds no empty node)
+NEW_THROUGH_VIEW = {  # rows(index): the view of the rows at index
+    "s[0]['q'] = td": lambda rows: rows(0).__setitem__(
+        "q", TensorDict({"r": torch.full((2,), 3.0)}, [])),
+    "s[1:3][('q', 'r')] = v": lambda rows: rows(slice(1, 3)).__setitem__(
+        ("q", "r"), torch.ones(2, 5)),
+    "s[1].update(keys_to_update)": lambda rows: rows(1).update(
+        TensorDict({("q", "r"): torch.ones(3), "a": torch.ones(2)}, []),
+        keys_to_update=[("q", "r")]),
+}
+
+
+@pytest.mark.parametrize("write", list(NEW_THROUGH_VIEW))
+def test_new_sub_collections_through_a_view_hold_zero_leaves(server, write):
+    store, expected = sample(0.0).to_store(**server), sample(0.0)
+    NEW_THROUGH_VIEW[write](store.__getitem__)
+    NEW_THROUGH_VIEW[write](expected._get_sub_tensordict)
+    assert_same(fresh(store, server), expected)
+
+
+def test_an_index_view_pickles_as_its_own_class(server):
+    import pickle
+
+    store = sample(0.0).to_store(**server)
+    view = pickle.loads(pickle.dumps(store[1:3]))
+    assert type(view) is type(store[1:3])
+    view.add_(1)
+    assert fresh(store, server)["a"][:, 0].tolist() == [0.0, 1.0, 1.0, 0.0]
+
+
+def test_a_failed_apply_over_a_stack_leaves_its_view_parts_unwritten(server):
+    store = sample(0.0).to_store(**server)
+    other = TensorDict({"a": torch.zeros(2, 3), "n": {"b": torch.zeros(2)},
+                        "h": torch.zeros(2, dtype=torch.bfloat16)}, [2])
+    stack = lazy_stack([store[1:3], other])
+    with pytest.raises(RuntimeError):  # other's "a" cannot take a (2, 2) result
+        stack.apply_(lambda x: x[..., :2] + 1 if x.ndim == 2 else x + 1)
+    assert_same(fresh(store, server), sample(0.0))

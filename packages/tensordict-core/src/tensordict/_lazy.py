@@ -44,6 +44,7 @@ from tensordict._lazy_ops import (
 )
 from tensordict._lazy_shape import LazyShapeMixin
 from tensordict._lazy_values import nested_values, padded_values
+from tensordict._lazy_write_back import LazyWriteBackMixin
 from tensordict._map import MapMixin
 from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nested_key import NestedKey, key_to_path
@@ -64,7 +65,7 @@ _UNKNOWN = False  # a device not looked up yet (neither a device nor None; pickl
 # The lazy overrides, before the methods every TensorDict shares (TensorDictBase's mixins).
 @register_class
 class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, DensifyMixin,
-                            MapMixin, TensorDictBase):
+                            MapMixin, LazyWriteBackMixin, TensorDictBase):
     """A stack of TensorDicts along ``stack_dim`` that keeps the TensorDicts.
 
     Args:
