@@ -35,6 +35,7 @@ Example (a toy store keeping its entries as bytes, so every read is a copy):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -139,6 +140,21 @@ class WriteBackMixin:
         for key, value in local.items(True, True):
             if isinstance(value, torch.Tensor):
                 self.set_(key, value)
+
+    def _plan_set_(self, plan: WritePlan, key: str, value: Any, path: Any,
+                   non_blocking: bool) -> None:
+        """A planned in-place write of ``value`` over the entry ``key`` (``update_`` of a
+        lazy stack of such collections): a tensor over a stored tensor is checked now
+        (``path`` names it) and written into what is stored, not into a copy read, when
+        the plan runs; other entries as every collection plans them."""
+        peek = self._peek_str(key, None)
+        if not (isinstance(value, torch.Tensor) and isinstance(peek, torch.Tensor)):
+            super()._plan_set_(plan, key, value, path, non_blocking)  # type: ignore[misc]
+            return
+        value = self._validate_value(value, path, non_blocking)
+        check_fits(value.shape, peek.shape, path)
+        plan.call(partial(self._set_str, key, value, inplace=True, validated=True,
+                          non_blocking=non_blocking))
 
     def _plan_at_index(self, index: Any, value: Any) -> WritePlan:
         """``self[index] = value`` as a plan: through ``_set_at_index`` (into what is
