@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fnmatch
 import json
 import os
 import shutil
@@ -198,9 +199,18 @@ def _short(value: object) -> str:
 
 
 def split_allowed(found: list[Difference]) -> tuple[list[Difference], list[Difference]]:
-    """(not allowed, allowed) differences (an allowed one matches its id and its kind)."""
-    allowed = [d for d in found if ALLOWED.get(d.id, (None,))[0] == d.kind]
+    """(not allowed, allowed) differences: an allowed one has its id matched by a pattern of
+    ``ALLOWED`` (``fnmatch``: ``redis/int/*``) and its kind equal to that entry's."""
+    allowed = [d for d in found if allowing(d)]
     return [d for d in found if d not in allowed], allowed
+
+
+def allowing(difference: Difference) -> str | None:
+    """The ``ALLOWED`` pattern that allows ``difference``, if one does."""
+    for pattern, (kind, _reason) in ALLOWED.items():
+        if kind == difference.kind and fnmatch.fnmatchcase(difference.id, pattern):
+            return pattern
+    return None
 
 
 _COLUMNS = {
