@@ -356,3 +356,15 @@ def test_view_of_a_shared_parent_zeroed_in_another_process(method):
     process.join(60)
     assert process.exitcode == 0
     assert td["a"][0].eq(0).all() and td["b"][0].eq(0).all() and td["a"][1:].eq(1).all()
+
+
+@pytest.mark.parametrize("write", [
+    lambda view: view.set_at_("s", "new", 0),
+    lambda view: view[0].__setitem__("s", "new"),
+    lambda view: view[0].update_({"s": "new"}),
+])
+def test_non_tensor_writes_at_an_index_of_a_view_reach_that_element_alone(write):
+    td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3])
+    td.set_non_tensor("s", "orig")
+    write(td._get_sub_tensordict(1))
+    assert td.get("s").tolist() == [["orig"] * 3, ["new", "orig", "orig"]]  # as upstream

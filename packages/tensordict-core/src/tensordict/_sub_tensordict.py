@@ -47,6 +47,7 @@ from tensordict import errors
 from tensordict._base import TensorDictBase
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection, register_class
 from tensordict._dict_api import DictMixin
+from tensordict._keys import is_leaf_nontensor
 from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nested_key import NestedKey, is_nested_key, key_to_path
 from tensordict._nontensor import unwrap_non_tensor
@@ -323,23 +324,25 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
 
     def _plan_at_index(self, index: Any, value: Any) -> WritePlan:
         """``self[index] = value``, done now on a copy of the entries ``value`` holds
-        (checked: it raises before anything is planned); the plan writes the copy back."""
+        (checked: it raises before anything is planned); the plan writes the copy back at
+        this view's index."""
         if not is_tensor_collection(value) and isinstance(value, Mapping):
             value = classes.TensorDict(dict(value), batch_size=self._indexed_batch(index))
         local = self.to_tensordict()
         if is_tensor_collection(value):
-            local = local.select(*value.keys(True, True), strict=False)
+            local = local.select(*value.keys(True, True, is_leaf=is_leaf_nontensor),
+                                 strict=False)
         local._set_at_index(index, value)
         plan = WritePlan()
-        plan.call(self._write_back, local)
+        plan.call(self._source._set_at_index, self.idx, local)
         return plan
 
     def _set_at_index(self, index: Any, value: Any) -> None:
         self._plan_at_index(index, value).run()
 
     def _write_back(self, local: Any) -> None:
-        """Write the leaves of ``local`` (the entries read and changed in memory) back, in
-        one write at the index."""
+        """Write the tensors of ``local`` (the entries read and changed in memory by an
+        in-place op) back, in one write at the index."""
         self._source._set_at_index(self.idx, local.select(*local.keys(True, True)))
 
     def _parent_of(self, path: tuple[str, ...], create: bool) -> Any:
