@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from tensordict import errors
-from tensordict._collection import NO_DEFAULT, acts_as_tensordict, classes, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._nested_key import NestedKey
 from tensordict._plan import writable_in_place
 from tensordict._shapes import as_device
@@ -271,9 +271,12 @@ class TensorLikeMixin:
     def copy_at_(self, tensordict: Any, idx: Any, non_blocking: bool = False, *,
                  fast: bool = True) -> Any:
         """Copy the tensor leaves of ``tensordict`` into this one's at the batch index
-        ``idx`` (in place); returns self. ``fast=True`` requires a TensorDict of tensor
-        leaves that all exist here with matching shapes (RuntimeError otherwise, before
-        any write); ``fast=False`` is :meth:`update_at_`.
+        ``idx`` (in place); returns self. ``fast=True`` requires both to be TensorDicts (at
+        every depth: no lazy stack, view or tensorclass), every tensor leaf of
+        ``tensordict`` to exist here with the shape ``self[idx]`` gives it, and a basic
+        index (integers, slices, None, Ellipsis); non-tensor data of ``tensordict`` is
+        skipped. Otherwise RuntimeError, before any write. ``fast=False`` is
+        :meth:`update_at_`.
 
         >>> td = TensorDict(a=torch.zeros(3, 2), batch_size=[3])
         >>> td.copy_at_(TensorDict(a=torch.ones(2)), 1)["a"][:, 0]
@@ -281,16 +284,17 @@ class TensorLikeMixin:
         """
         if not fast:
             return self.update_at_(tensordict, idx, non_blocking=non_blocking)
-        if not acts_as_tensordict(tensordict):
+        if self.__class__ is not classes.TensorDict or \
+                tensordict.__class__ is not classes.TensorDict or not _is_basic_index(idx):
             raise RuntimeError(_FAST_COPY_ERROR)
         try:
             batch = torch.zeros((), dtype=torch.uint8).expand(self.batch_size)[idx].shape
         except (IndexError, RuntimeError, TypeError) as err:
             raise RuntimeError(_FAST_COPY_ERROR) from err
         pairs: list[tuple[_Tensor, _Tensor]] = []
-        if not _copy_pairs(self, tensordict, batch, len(self.batch_size), pairs) or \
-                not writable_in_place([target for target, _ in pairs]):
-            # lazy parts, or a target to check closer (that path names it)
+        _copy_pairs(self, tensordict, batch, len(self.batch_size), pairs)
+        if not writable_in_place([target for target, _ in pairs]):
+            # a target to check closer (that path names it)
             return self.update_at_(tensordict, idx, non_blocking=non_blocking)
         for target, value in pairs:  # every pair checked: no write can fail half-way
             target[idx] = value
@@ -410,24 +414,33 @@ def _plain_tensor(x: _Tensor) -> _Tensor:
 
 
 def _copy_pairs(dest: Any, source: Any, batch: torch.Size, ndim: int,
-                pairs: list[tuple[_Tensor, _Tensor]]) -> bool:
-    """Append ``(destination leaf, source leaf)`` for every leaf of ``source`` to
-    ``pairs``, checking each (RuntimeError); False if ``dest`` holds a lazy stack (whose
-    leaves are not stored as such)."""
-    entries = getattr(dest, "_tensordict", None)
-    if entries.__class__ is not dict:
-        return False
-    for key in source._keys_str():
-        value = source._get_str(key)
+                pairs: list[tuple[_Tensor, _Tensor]]) -> None:
+    """Append ``(destination leaf, source leaf)`` for every tensor leaf of ``source`` to
+    ``pairs``, checking each: RuntimeError unless both sides are TensorDicts (at every
+    depth) whose leaves match in kind and shape. Non-tensor data of ``source`` is skipped
+    where ``dest`` holds none or non-tensor data at that key."""
+    entries = dest._tensordict
+    for key, value in source._tensordict.items():
         target = entries.get(key)
-        if value.__class__ is _Tensor or isinstance(value, _Tensor):
+        if isinstance(value, _Tensor):
             if not isinstance(target, _Tensor) or value.shape != batch + target.shape[ndim:]:
                 raise RuntimeError(_FAST_COPY_ERROR)
             pairs.append((target, value))
-        elif (is_tensor_collection(value) and not value._is_non_tensor
-              and is_tensor_collection(target) and not target._is_non_tensor):
-            if not _copy_pairs(target, value, batch, ndim, pairs):
-                return False
+        elif getattr(value, "_is_non_tensor", False) and \
+                (target is None or getattr(target, "_is_non_tensor", False)):
+            continue
+        elif value.__class__ is classes.TensorDict and target.__class__ is classes.TensorDict:
+            _copy_pairs(target, value, batch, ndim, pairs)
         else:
             raise RuntimeError(_FAST_COPY_ERROR)
-    return True
+
+
+def _is_basic_index(idx: Any) -> bool:
+    """Whether ``idx`` selects by basic indexing alone (integers, slices, None, Ellipsis,
+    0-dim integer tensors, tuples of these): the indices fast ``copy_at_`` takes."""
+    if isinstance(idx, tuple):
+        return all(_is_basic_index(part) for part in idx)
+    if isinstance(idx, _Tensor):
+        return not idx.ndim and not idx.is_floating_point() and idx.dtype is not torch.bool
+    return idx is None or idx is Ellipsis or isinstance(idx, (int, slice)) or \
+        hasattr(idx, "__index__")
