@@ -159,3 +159,30 @@ def test_a_view_update__writes_the_stack_through():
     td = _stack_entry()
     td[0:2].update_({"s": NonTensorStack("p", "q")})
     assert _strings(td) == ["p", "q", "z"]
+
+
+def _locked_data_entry():
+    return _data_entry().lock_()
+
+
+@pytest.mark.parametrize("make", [_data_entry, _stack_entry, _locked_data_entry])
+@pytest.mark.parametrize("value", ["new", 1, ["new"]])
+@pytest.mark.parametrize("index", [0, slice(0, 2)])
+def test_a_bare_object_written_at_an_index_of_a_non_tensor_entry_raises(make, value, index):
+    # upstream's TypeError: a bare object fits no index of a non-tensor entry; through an
+    # index copy (td[0].update_at_) it would otherwise land in the copy alone
+    td = make()
+    before = td["s"]
+    with pytest.raises(TypeError, match="'s'"):
+        td.update_at_({"s": value, "a": torch.ones(())}, index)
+    assert td["s"] == before
+    assert (td["a"] == 0).all()
+    view = make()
+    with pytest.raises(TypeError, match="'s'"):
+        view[0].update_at_({"s": value}, ())
+
+
+def test_wrapped_data_written_at_an_index_of_a_non_tensor_entry_lands():
+    td = _data_entry()
+    td.update_at_({"s": NonTensorData("new")}, 0)
+    assert td["s"] == ["new", "x", "x"]

@@ -672,6 +672,8 @@ class DictMixin(RestructureMixin, MetadataMixin):
             return plan_leaf_at_index(self, index, target, value,
                                       path if len(path) > 1 else path[0])  # (errors name it)
         if getattr(target, "_is_non_tensor", False):
+            if not isinstance(value, torch.Tensor) and not is_tensor_collection(value):
+                raise errors.raw_non_tensor_at(path if len(path) > 1 else path[0], value)
             return self._parent_of(path, create=False)._plan_at_index(index, {path[-1]: value})
         return target._plan_at_index(index, value)
 

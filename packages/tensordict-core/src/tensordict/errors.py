@@ -87,6 +87,17 @@ def inplace_mismatch(key: Any, present: Any, value: Any) -> InplaceWriteError:
                              f"{type(value).__name__} into the entry, a {type(present).__name__}")
 
 
+def raw_non_tensor_at(key: Any, value: Any) -> TypeError:
+    """The error for ``update_at_`` of a bare Python value into the non-tensor entry
+    ``key`` (upstream's TypeError: only tensors, collections and NonTensorData fit there).
+
+    >>> str(raw_non_tensor_at("s", "new"))
+    "cannot write a str at an index of the non-tensor entry 's': wrap it in NonTensorData"
+    """
+    return TypeError(f"cannot write a {type(value).__name__} at an index of the non-tensor "
+                     f"entry {key!r}: wrap it in NonTensorData")
+
+
 def batch_mismatch(key: Any, shape: Any, batch_size: Any) -> RuntimeError:
     """A RuntimeError for a value whose leading dims do not match the batch size."""
     err = RuntimeError(
