@@ -44,7 +44,7 @@ def test_construction_errors():
     with pytest.raises(RuntimeError, match="does not match"):
         LazyStackedTensorDict(*ragged()[:2], batch_size=[2, 3])
     _, _, stack = ragged()
-    with pytest.raises(RuntimeError, match="different batch sizes"):
+    with pytest.raises(RuntimeError, match="in a lazy TD"):
         stack.batch_size = [2]
 
 

@@ -227,15 +227,26 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
 
     @batch_size.setter
     def batch_size(self, value: Sequence[int]) -> None:
+        """Only the batch size the stack has (as upstream): a lazy stack's batch size
+        follows its parts'; change those, or call ``to_tensordict()`` first."""
+        new = as_size(value)
+        if new != self._batch_size:
+            raise RuntimeError(
+                f"Received a new batch size {list(new)} with an existing batch_size "
+                f"{self._batch_size} in a lazy TD. Modifying the batch size of a lazy "
+                "representation of a tensordict is not permitted. Consider instantiating the "
+                "tensordict first by calling `td = td.to_tensordict()` before resetting the "
+                "batch size.")
+
+    def _resize(self, value: Sequence[int]) -> None:
+        """Give every part the new batch size less the stack dim (what a TensorDict's
+        batch-size change asks of a sub-collection it widens; the public setter refuses)."""
         new = as_size(value)
         if -1 in self._batch_size and new != self._batch_size:
             raise RuntimeError(
                 f"Received a new batch size {list(new)} with an existing batch_size "
                 f"{self._batch_size} in a lazy TD. Modifying the batch size of a lazy stack of "
                 "parts of different batch sizes is not permitted.")
-        if self._is_locked and new != self._batch_size:
-            raise errors.locked(f"change the batch size {list(self._batch_size)} to "
-                                f"{list(new)} of a")
         sd = self._stack_dim
         if len(new) <= sd or new[sd] != len(self.tensordicts):
             raise RuntimeError(f"cannot set the batch size of a lazy stack of "
@@ -257,9 +268,16 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
 
     @property
     def names(self) -> list[str | None]:
-        """The parts' dim names with ``stack_dim_name`` at the stack dim."""
-        if self.tensordicts:
-            names = list(self.tensordicts[0].names)
+        """The parts' dim names with ``stack_dim_name`` at the stack dim; ValueError where
+        the parts' names differ (a part renamed alone, as upstream)."""
+        parts = self.tensordicts
+        if parts:
+            first = parts[0]._names
+            for part in parts[1:]:
+                if part._names != first:
+                    raise ValueError(f"Not all dim names match, got {parts[0].names} and "
+                                     f"{part.names}.")
+            names = list(parts[0].names)
         else:
             names = [None] * (len(self._batch_size) - 1)
         names.insert(self._stack_dim, self._stack_dim_name)

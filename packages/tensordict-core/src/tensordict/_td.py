@@ -237,10 +237,7 @@ class TensorDict(MapMixin, TensorDictBase):
     def batch_size(self, value: Sequence[int] | torch.Size | int) -> None:
         """A sub-TensorDict whose batch size is a prefix of the new one is widened to it
         (so an empty ``{}`` entry follows its parent)."""
-        new = as_size(value)
-        if self._is_locked and new != self._batch_size:
-            raise errors.locked(f"change the batch size {list(self._batch_size)} to "
-                                f"{list(new)} of a")
+        new = as_size(value)  # (a locked TensorDict takes it too, as upstream's)
         widen = []
         for key, entry in self._tensordict.items():
             try:
@@ -262,8 +259,10 @@ class TensorDict(MapMixin, TensorDictBase):
             if getattr(entry, "_is_non_tensor", False) or entry.__class__ is UnbatchedTensor:
                 self._tensordict[key] = entry._rebatch(new)
         self._batch_size = new
-        if self._names is not None and len(self._names) != len(new):
-            self._names = None
+        names = self._names
+        if names is not None and len(names) != len(new):  # kept where the dims are kept
+            names = (names + (None,) * len(new))[: len(new)]
+            self._names = names if any(name is not None for name in names) else None
 
     @property
     def shape(self) -> torch.Size:
@@ -646,7 +645,7 @@ class TensorDict(MapMixin, TensorDictBase):
                 return self._fit_collection(value._rebatch(batch_size), key, non_blocking)
             widened = value.copy()
             try:
-                widened.batch_size = batch_size
+                _resize(widened, batch_size)
             except RuntimeError:
                 raise errors.batch_mismatch(key, value_size, batch_size) from None
             return self._fit_collection(widened, key, non_blocking)
@@ -824,8 +823,17 @@ def _widen(children: list[Any], batch_size: torch.Size) -> None:
     try:
         for child in children:
             done.append((child, child.batch_size))
-            child.batch_size = batch_size
+            _resize(child, batch_size)
     except RuntimeError:
         for child, size in done:
-            child.batch_size = size
+            _resize(child, size)
         raise
+
+
+def _resize(child: Any, batch_size: torch.Size) -> None:
+    """Give a sub-collection ``batch_size``; a lazy stack resizes its parts (its public
+    setter refuses any change, as upstream's)."""
+    if isinstance(child, classes.LazyStackedTensorDict):
+        child._resize(batch_size)
+    else:
+        child.batch_size = batch_size
