@@ -186,3 +186,41 @@ def test_wrapped_data_written_at_an_index_of_a_non_tensor_entry_lands():
     td = _data_entry()
     td.update_at_({"s": NonTensorData("new")}, 0)
     assert td["s"] == ["new", "x", "x"]
+
+
+_COPIES = {
+    "to_dtype": lambda t: t.to(torch.float64),
+    "double": lambda t: t.double(),
+    "apply": lambda t: t.apply(lambda x: x + 1),
+    "named_apply": lambda t: t.named_apply(lambda k, x: x),
+    "_fast_apply": lambda t: t._fast_apply(lambda x: x),
+    "clone_shallow": lambda t: t.clone(False),
+    "copy": lambda t: t.copy(),
+    "detach": lambda t: t.detach(),
+    "contiguous": lambda t: t.contiguous(),
+}
+
+
+@pytest.mark.parametrize("key", ["s", ("n", "s")])
+@pytest.mark.parametrize("entry", ["data", "stack"])
+@pytest.mark.parametrize("op", sorted(_COPIES))
+def test_a_non_tensor_write_into_a_copy_stays_in_the_copy(op, entry, key):
+    # upstream: the copy holds its own wrapper of the object
+    td = TensorDict({"a": torch.zeros(3)}, [3])
+    if entry == "data":
+        td.set_non_tensor(key, "orig")
+    else:
+        td[key] = NonTensorStack("x", "y", "z")
+    before = td[key]
+    out = _COPIES[op](td)
+    out.set_(key, "new")
+    assert out[key] == "new" or out[key] == ["new"] * 3
+    assert td[key] == before
+
+
+@pytest.mark.parametrize("op", ["select", "exclude"])
+def test_a_non_tensor_write_through_select_or_exclude_reaches_the_source(op):
+    td = _data_entry()
+    view = td.select("s") if op == "select" else td.exclude("a")
+    view.set_("s", "new")
+    assert td["s"] == "new"

@@ -447,8 +447,9 @@ def _same(tensor: torch.Tensor) -> torch.Tensor:
 
 def _copy_structure(td: Any) -> Any:
     """``td.clone(recurse=False)`` of a dense TensorDict: a new node for each dense node,
-    holding the same tensors and non-tensor data (what the traversal of :func:`_same`
-    returns, without a call per leaf); other sub-collections are traversed so.
+    holding the same tensors and non-tensor objects, in wrappers of their own (what the
+    traversal of :func:`_same` returns, without a call per leaf: a write into the copy's
+    non-tensor entry stays there, as upstream); other sub-collections are traversed so.
 
     >>> td = TensorDict(a=torch.zeros(1), n={"b": torch.zeros(1)})
     >>> out = _copy_structure(td)
@@ -462,6 +463,8 @@ def _copy_structure(td: Any) -> Any:
             continue
         if value.__class__ is dense:
             entries[key] = _copy_structure(value)
-        elif not (isinstance(value, _Tensor) or getattr(value, "_is_non_tensor", False)):
+        elif getattr(value, "_is_non_tensor", False):
+            entries[key] = value.clone(False)
+        elif not isinstance(value, _Tensor):
             entries[key] = value._apply_nest(_same, filter_empty=False)
     return dense._from_entries(entries, td._batch_size, td._device, td._names)

@@ -191,7 +191,8 @@ class TraverseMixin:
                                                                               *other_values)
                 elif getattr(value, "_is_non_tensor", False):
                     try:
-                        new = _moved_non_tensor(value, fn, batch_size, parent_ndim, device)
+                        new = _moved_non_tensor(value, fn, batch_size, parent_ndim, device,
+                                                fresh=not inplace)
                     except (RuntimeError, TypeError):
                         if not others:
                             raise
@@ -267,7 +268,8 @@ class TraverseMixin:
                 elif value.__class__ is UnbatchedTensor:  # batch ops leave it as is
                     new = value._rebatch(batch_size)
                 elif getattr(value, "_is_non_tensor", False):
-                    new = _moved_non_tensor(value, fn, batch_size, parent_ndim, device)
+                    new = _moved_non_tensor(value, fn, batch_size, parent_ndim, device,
+                                            fresh=True)
                 elif value.__class__ is own_class and len(value._batch_size) == parent_ndim:
                     # a sub-TensorDict without extra dims: the parent's new shape, as is
                     new = value._map_leaves(fn, batch_size, names, device, filter_empty,
@@ -481,11 +483,15 @@ def _off_batch(new: Any, expected: torch.Size, ndim: int) -> bool:
 
 
 def _moved_non_tensor(value: Any, fn: Callable[..., Any], batch_size: torch.Size | None,
-                      parent_ndim: int, device: Any) -> Any:
+                      parent_ndim: int, device: Any, fresh: bool) -> Any:
     """Non-tensor data of a traversal: moved with the batch (``batch_size`` given) and
-    to ``device``, otherwise kept."""
-    new = value if batch_size is None else value._restructure(
-        fn, batch_size + value.batch_size[parent_ndim:])
+    to ``device``; otherwise kept, in a wrapper of its own where the result is a new
+    collection (``fresh``: a write into a copy made by ``to``, ``apply``, ``clone``...
+    stays in the copy, as upstream), the object itself shared."""
+    if batch_size is None:
+        new = value.clone(False) if fresh else value
+    else:
+        new = value._restructure(fn, batch_size + value.batch_size[parent_ndim:])
     if device is not NO_DEFAULT and new.device != device:
         new = new.to(device)
     return new
