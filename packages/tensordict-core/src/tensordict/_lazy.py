@@ -301,6 +301,18 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
         names = self.names
         return tuple(names) if any(n is not None for n in names) else None
 
+    @property
+    def is_locked(self) -> bool:
+        """Locked, or every part is (a view of the stack locked them all, as upstream)."""
+        if self._is_locked:
+            return True
+        parts = self.tensordicts
+        return bool(parts) and all(part.is_locked for part in parts)
+
+    @is_locked.setter
+    def is_locked(self, value: bool) -> None:
+        self.lock_() if value else self.unlock_()
+
     def _propagate_lock(self, locked: bool) -> None:
         self._is_locked = locked
         for td in self.tensordicts:

@@ -33,6 +33,16 @@ from tensordict._unbatched import UnbatchedTensor
 LOCKED_BY_PARENT = 2
 
 
+class _Entered:
+    """An exit action a ``with`` block entered on: ``with td.unlock_(): td.lock_()``
+    relocks on exit (the block's own calls are not what its exit undoes)."""
+
+    __slots__ = ("action",)
+
+    def __init__(self, action: Callable[[Any], Any] | None) -> None:
+        self.action = action
+
+
 _LOCK = operator.methodcaller("lock_")
 _UNLOCK = operator.methodcaller("unlock_")
 
@@ -139,6 +149,9 @@ class MetadataMixin:
             del stack[1 if isinstance(stack[0], tuple) else 0]  # of how this was made
 
     def __enter__(self) -> Any:
+        stack = getattr(self, "_exit_stack", None)
+        if stack and not isinstance(stack[-1], (tuple, _Entered)):
+            stack[-1] = _Entered(stack[-1])  # what this block undoes, whatever it calls
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> None:
@@ -160,7 +173,13 @@ class MetadataMixin:
             if exc_type is None:  # later ``with`` to write back again
                 write_back(self, action)
             return
-        stack.pop()
+        entered = next((i for i in range(len(stack) - 1, -1, -1)
+                        if isinstance(stack[i], _Entered)), None)
+        if entered is None:
+            stack.pop()
+        else:  # the block's own lock_/unlock_ calls are not undone: the entered one is
+            action = stack[entered].action
+            del stack[entered:]
         if action is not None:
             depth = len(stack)
             action(self)
