@@ -224,3 +224,20 @@ def test_a_non_tensor_write_through_select_or_exclude_reaches_the_source(op):
     view = td.select("s") if op == "select" else td.exclude("a")
     view.set_("s", "new")
     assert td["s"] == "new"
+
+
+@pytest.mark.parametrize("view", ["select", "exclude"])
+def test_a_write_at_an_index_of_a_lazy_select_reaches_the_stack(view):
+    # the part's entry is written into, not replaced: the selection shares it (upstream)
+    stack = LazyStackedTensorDict(_data_entry(), _data_entry(), stack_dim=0)
+    out = stack.select("s", "a") if view == "select" else stack.exclude("a")
+    out.update_at_({"s": NonTensorData("new")}, 0)
+    assert stack["s"] == [["new"] * 3, ["x"] * 3]
+
+
+def test_one_value_written_over_a_whole_data_entry_keeps_it_one_value():
+    td = _data_entry()
+    entry = td._get_str("s")
+    td[:] = TensorDict({"s": NonTensorData("new", batch_size=[3])}, [3])
+    assert isinstance(td._get_str("s"), NonTensorData) and td._get_str("s") is entry
+    assert td["s"] == "new"

@@ -294,17 +294,21 @@ class _IndexWriter:
                 self.nested(entry, value)
 
     def non_tensor(self, td: Any, key: str, source: Any) -> None:
+        """Plan writing ``source`` at the index of the non-tensor entry ``key``: into the
+        entry itself (what shares it, a select or a saved file, sees the write) unless
+        the write turns one value into a stack, which replaces the entry."""
         new = _written_non_tensor(td, key, self.index, source)
-        locked = td.is_locked
-        if locked and not (isinstance(td._get_str(key, None), NonTensorData)
-                           and isinstance(new, NonTensorData)):
+        current = td._get_str(key, None)
+        in_place = getattr(current, "_is_non_tensor", False) and (
+            isinstance(new, NonTensorData) or not isinstance(current, NonTensorData))
+        if not in_place and td.is_locked:
             raise errors.locked(key=key)
-        self.plan.call(partial(td._set_str, key, new, inplace=locked, validated=True))
+        self.plan.call(partial(td._set_str, key, new, inplace=in_place, validated=True))
 
 
 def _written_non_tensor(td: Any, key: str, index: Any, source: Any) -> Any:
     """The non-tensor entry ``td[key]`` after writing ``source`` at ``index``: one shared
-    value while all writes agree (or when ``td`` has no batch dims, one element), a
+    value while all elements agree (or when ``td`` has no batch dims, one element), a
     NonTensorStack once they differ."""
     current = td._get_str(key, None)
     if isinstance(source, NonTensorData) and (current is None or not td.batch_size or (
@@ -319,5 +323,7 @@ def _written_non_tensor(td: Any, key: str, index: Any, source: Any) -> Any:
     values = values * (len(positions) // max(len(values), 1))
     for position, item in zip(positions, values):
         flat[position] = item
+    if flat and all(same_value(item, flat[0]) for item in flat):  # (all of it written)
+        return NonTensorData(flat[0], batch_size=batch, device=td.device)
     nested = map_nested(torch.arange(len(flat)).reshape(batch).tolist(), flat)
     return classes.NonTensorStack.from_list(nested, batch, td.device)
