@@ -241,3 +241,19 @@ def test_one_value_written_over_a_whole_data_entry_keeps_it_one_value():
     td[:] = TensorDict({"s": NonTensorData("new", batch_size=[3])}, [3])
     assert isinstance(td._get_str("s"), NonTensorData) and td._get_str("s") is entry
     assert td["s"] == "new"
+
+
+@pytest.mark.parametrize("how", ["set_", "setitem"])
+def test_a_write_at_one_index_of_a_locked_data_entry_makes_it_a_stack(how):
+    # upstream: the entry becomes a stack, the keys stay, the lock too
+    td = _locked_data_entry()
+    sub = td._get_sub_tensordict(0)
+    if how == "set_":
+        sub.set_("s", "new")
+    else:
+        sub["s"] = "new"
+    assert td["s"] == ["new", "x", "x"]
+    assert td.is_locked and sorted(td.keys()) == ["a", "s"]
+    with pytest.raises(RuntimeError, match="locked"):
+        td._get_sub_tensordict(0)["t"] = "other"
+    assert sorted(td.keys()) == ["a", "s"]

@@ -296,14 +296,19 @@ class _IndexWriter:
     def non_tensor(self, td: Any, key: str, source: Any) -> None:
         """Plan writing ``source`` at the index of the non-tensor entry ``key``: into the
         entry itself (what shares it, a select or a saved file, sees the write) unless
-        the write turns one value into a stack, which replaces the entry."""
+        the write turns one value into a stack, which replaces the entry (in a locked
+        TensorDict too, as upstream: its keys stay; not a saved entry, whose file the
+        replacement would miss)."""
         new = _written_non_tensor(td, key, self.index, source)
         current = td._get_str(key, None)
         in_place = getattr(current, "_is_non_tensor", False) and (
             isinstance(new, NonTensorData) or not isinstance(current, NonTensorData))
-        if not in_place and td.is_locked:
+        if in_place or not td.is_locked:
+            self.plan.call(partial(td._set_str, key, new, inplace=in_place, validated=True))
+        elif type(current) is NonTensorData and type(td) is classes.TensorDict:
+            self.plan.call(td._tensordict.__setitem__, key, new)
+        else:
             raise errors.locked(key=key)
-        self.plan.call(partial(td._set_str, key, new, inplace=in_place, validated=True))
 
 
 def _written_non_tensor(td: Any, key: str, index: Any, source: Any) -> Any:
