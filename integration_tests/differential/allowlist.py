@@ -387,7 +387,15 @@ ALLOWED.update(
             UP_RAISES_NO_OP,
             _TC_FLATTEN_KEYS + _NOT_WRITTEN_BACK,
         ),
-        **_each(["tensorclass/*/setdefault"], STATE, _TC_NEW_KEY),
+        **_each(
+            [
+                "tensorclass/*/setdefault",
+                "tensorclass/sub_td/rename_key_",
+                "tensorclass/sub_td/set_non_tensor_new",
+            ],
+            STATE,
+            _TC_NEW_KEY,
+        ),
         **_each(
             [
                 f"tensorclass/{v}/set_inplace_str"
