@@ -257,3 +257,80 @@ def test_a_write_at_one_index_of_a_locked_data_entry_makes_it_a_stack(how):
     with pytest.raises(RuntimeError, match="locked"):
         td._get_sub_tensordict(0)["t"] = "other"
     assert sorted(td.keys()) == ["a", "s"]
+
+
+# views covering every element of the batch: a non-tensor write through them reaches the
+# source, and one into the source is read through them (upstream: the first six; ours also
+# the index None and the reshapes, which upstream gives a copy of their own)
+_WHOLE_VIEWS = {
+    "slice_all": lambda t: t[:],
+    "ellipsis": lambda t: t[...],
+    "none": lambda t: t[None],
+    "unsqueeze": lambda t: t.unsqueeze(0),
+    "unsqueeze_permute": lambda t: t.unsqueeze(1).permute(1, 0),
+    "unsqueeze_squeeze": lambda t: t.unsqueeze(0).squeeze(0),
+    "view": lambda t: t.view(3, 1),
+    "reshape": lambda t: t.reshape(1, 3),
+    "flatten": lambda t: t.unsqueeze(0).flatten(0, 1),
+    "unflatten": lambda t: t.unflatten(0, (3, 1)),
+}
+_WRITES = {
+    "set_": lambda v, key: v.set_(key, "new"),
+    "update_": lambda v, key: v.update_({key: "new"}),
+    "set_inplace": lambda v, key: v.set(key, "new", inplace=True),
+}
+
+
+def _data_at(key):
+    td = TensorDict({"a": torch.zeros(3)}, [3])
+    td.set_non_tensor(key, "orig")
+    return td
+
+
+def _read(view, key):
+    entry = view.get(key)
+    return entry.data if isinstance(entry, NonTensorData) else set(_flat_strings(entry))
+
+
+def _flat_strings(entry):
+    out = entry.tolist()
+    while isinstance(out[0], list):
+        out = [x for row in out for x in row]
+    return out
+
+
+@pytest.mark.parametrize("key", ["s", ("n", "s")])
+@pytest.mark.parametrize("write", sorted(_WRITES))
+@pytest.mark.parametrize("op", sorted(_WHOLE_VIEWS))
+def test_a_non_tensor_write_through_a_whole_view_reaches_the_source(op, write, key):
+    td = _data_at(key)
+    _WRITES[write](_WHOLE_VIEWS[op](td), key)
+    assert td.get(key).data == "new"
+    assert sorted(td.keys(True, True), key=str) == sorted(_data_at(key).keys(True, True), key=str)
+
+
+@pytest.mark.parametrize("op", sorted(_WHOLE_VIEWS))
+def test_a_non_tensor_write_into_the_source_shows_in_a_whole_view(op):
+    td = _data_at("s")
+    view = _WHOLE_VIEWS[op](td)
+    td.set_("s", "new")
+    assert _read(view, "s") in ("new", {"new"})
+
+
+_PART_VIEWS = {
+    "int": lambda t: t[0],
+    "slice": lambda t: t[0:2],
+    "mask": lambda t: t[torch.tensor([True, False, True])],
+    "index": lambda t: t[torch.tensor([0, 2])],
+    "expand": lambda t: t.expand(2, 3),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_PART_VIEWS))
+def test_a_non_tensor_write_through_a_partial_or_repeating_view_stays_in_it(op):
+    # upstream: writing the one object would change elements the view does not hold
+    td = _data_at("s")
+    view = _PART_VIEWS[op](td)
+    view.set_("s", "new")
+    assert td["s"] == "orig"
+    assert _read(view, "s") in ("new", {"new"})

@@ -79,7 +79,7 @@ class NonTensorData(NonTensorDataBase):
     ('hello', ['hello', 'hello'], torch.Size([]))
     """
 
-    __slots__ = ("data", "_metadata", "_batch_size", "_device", "_names", "_is_locked")
+    __slots__ = ("_cell", "_metadata", "_batch_size", "_device", "_names", "_is_locked")
     __dataclass_fields__ = _NonTensorFields.__dataclass_fields__
     fields = classmethod(deprecated_fields)
     #: Whether new leading dims (``unsqueeze``, ``expand``) give a NonTensorStack.
@@ -95,12 +95,22 @@ class NonTensorData(NonTensorDataBase):
         device: Any = None,
         names: Sequence[str | None] | None = None,
     ) -> None:
-        self.data = data.data if isinstance(data, NonTensorData) else data
+        self._cell = [data.data if isinstance(data, NonTensorData) else data]
         self._metadata = _metadata
         self._batch_size = as_size(batch_size)
         self._device = as_device(device)
         self._names = None if names is None else tuple(names)
         self._is_locked = False
+
+    @property
+    def data(self) -> Any:
+        """The object, shared with the views of this entry (``td[:]``, ``td.unsqueeze``,
+        ``td.permute``...): assigning it writes them all."""
+        return self._cell[0]
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self._cell[0] = value
 
     @property
     def batch_size(self) -> torch.Size:
@@ -213,17 +223,32 @@ class NonTensorData(NonTensorDataBase):
         return type(self)(self.data, self._metadata, batch_size=batch_size,
                           device=self._device if device is None else device, names=names)
 
+    def _view(self, batch_size: torch.Size, names: Any = None) -> NonTensorData:
+        """This entry with the batch size ``batch_size``, sharing its object: a write
+        into either is read from both."""
+        view = self._rebatch(batch_size, names=names)
+        view._cell = self._cell
+        return view
+
     def _restructure(self, fn: Callable[[torch.Tensor], torch.Tensor],
                      batch_size: torch.Size, names: Any = None) -> NonTensorData | Any:
         """The result of a shape op or index (``fn`` acts on batch-shaped tensors). New
         leading dims give a NonTensorStack where ``fn.non_tensor_stack`` says so (set by
-        ``unsqueeze`` and ``expand``, as upstream), or else where ``fn`` broadcasts."""
+        ``unsqueeze`` and ``expand``, as upstream), or else where ``fn`` broadcasts.
+
+        A result covering as many elements as this entry (``td[:]``, ``unsqueeze``,
+        ``permute``, ``view``...) is a view sharing its object; one picking some elements
+        (``td[0]``, ``td[:2]``) or repeating them (``expand``) is a copy, as upstream
+        (writing the one object through it would change elements it does not hold)."""
         own = self._batch_size
+        share = batch_size.numel() == own.numel()
         lead = len(batch_size) - len(own)
         if lead > 0:
             stack = getattr(fn, "non_tensor_stack", None)
             if stack if stack is not None else _broadcasts(fn, own):
-                return self._stacked(batch_size, lead)
+                return self._stacked(batch_size, lead, share)
+        if share:
+            return self._view(batch_size, names)
         return self._rebatch(batch_size, names=names)
 
     def _reshaped(self, fn: Callable[[torch.Tensor], torch.Tensor], batch_size: torch.Size,
@@ -303,11 +328,16 @@ class NonTensorData(NonTensorDataBase):
             return self._stacked(new, len(new) - len(own))
         return self._rebatch(new, names=self._names)
 
-    def _stacked(self, batch_size: torch.Size, lead: int) -> Any:
-        """This entry with the batch size ``batch_size``: a NonTensorStack of copies
-        along the first ``lead`` dims (a ``MetaData`` stays one object)."""
+    def _stacked(self, batch_size: torch.Size, lead: int, share: bool = False) -> Any:
+        """This entry with the batch size ``batch_size``: a NonTensorStack along the
+        first ``lead`` dims of copies, or of views sharing its object (``share``); a
+        ``MetaData`` stays one object."""
         if not lead or not self._stacks:
-            return self._rebatch(batch_size)
+            return self._view(batch_size) if share else self._rebatch(batch_size)
+        if share:
+            parts = [self._stacked(batch_size[1:], lead - 1, share)
+                     for _ in range(batch_size[0])]
+            return classes.NonTensorStack._from_entries(parts, 0)
         inner = self._stacked(batch_size[1:], lead - 1)
         parts = [inner] + [inner.clone(False) for _ in range(batch_size[0] - 1)]
         return classes.NonTensorStack._from_entries(parts, 0)
