@@ -334,3 +334,14 @@ def test_a_non_tensor_write_through_a_partial_or_repeating_view_stays_in_it(op):
     view.set_("s", "new")
     assert td["s"] == "orig"
     assert _read(view, "s") in ("new", {"new"})
+
+
+@pytest.mark.parametrize("index", [torch.tensor([0, 0, 1]), torch.tensor([True, True, True]),
+                                   (Ellipsis, torch.tensor([2, 1, 0]))])
+def test_a_tensor_index_copies_the_entry(index):
+    """A tensor or mask index picks elements (some maybe twice): its non-tensor entry is
+    a copy, as its tensors are, so a write through it cannot reach elements it lacks."""
+    td = TensorDict(a=torch.zeros(3), batch_size=[3])
+    td.set_non_tensor("s", "orig")
+    td[index].set_("s", "new")
+    assert td["s"] == "orig"

@@ -70,6 +70,14 @@ class NonTensorDataBase(TensorCollection):
     _is_non_tensor = True
 
 
+def _picks_elements(fn: Callable[[torch.Tensor], torch.Tensor]) -> bool:
+    """Whether ``fn`` is an index holding a tensor (a mask or an index tensor): its
+    result copies the elements it picks, possibly some twice, never a view."""
+    index = getattr(fn, "index", None)
+    return any(isinstance(part, torch.Tensor)
+               for part in (index if index.__class__ is tuple else (index,)))
+
+
 class NonTensorData(NonTensorDataBase):
     """One Python object shared by every element of a batch (a ``NonTensorData`` given
     as ``data`` is unwrapped).
@@ -238,10 +246,11 @@ class NonTensorData(NonTensorDataBase):
 
         A result covering as many elements as this entry (``td[:]``, ``unsqueeze``,
         ``permute``, ``view``...) is a view sharing its object; one picking some elements
-        (``td[0]``, ``td[:2]``) or repeating them (``expand``) is a copy, as upstream
-        (writing the one object through it would change elements it does not hold)."""
+        (``td[0]``, ``td[:2]``, any tensor or mask index) or repeating them (``expand``)
+        is a copy, as upstream (writing the one object through it would change elements
+        it does not hold)."""
         own = self._batch_size
-        share = batch_size.numel() == own.numel()
+        share = batch_size.numel() == own.numel() and not _picks_elements(fn)
         lead = len(batch_size) - len(own)
         if lead > 0:
             stack = getattr(fn, "non_tensor_stack", None)
