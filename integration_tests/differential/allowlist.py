@@ -198,10 +198,6 @@ _TC_FLATTEN_KEYS = (
     "flatten_keys() of a tensorclass works (upstream raises: keys must match the fields)"
 )
 _TC_NEW_KEY = "a new non-field key set on a tensorclass holds its value (upstream stores None)"
-_TC_SET_INPLACE_STR = (
-    'tc.set("s", "new", inplace=True) writes the string into a non-tensor field, as a TensorDict\'s'
-    " does (upstream's tensorclass raises)"
-)
 _MEMMAP_INDEX_LOCKED = (
     "every index view of a memory-mapped TensorDict is locked: a new key raises"
     " LockedTensorDictError (upstream's lands nowhere)"
@@ -222,19 +218,25 @@ _NAMES = (
     "names (upstream shifts them)"
 )
 
-_CORE_CONTAINERS = ("dense", "lazy", "lazy_locked", "named", "nested", "params", "tensorclass")
+_CORE_CONTAINERS = ("dense", "lazy", "lazy_locked", "locked", "named", "nested", "params")
+_WHOLE_BATCH_VIEW = (
+    "a non-tensor write through a view covering the whole batch (td[:, 0] of a size-1 dim,"
+    " reshape) reaches the source (upstream's view holds a copy: the write is lost)"
+)
+_NON_TENSOR_INPLACE = (
+    "set__str",
+    "set_inplace_str",
+    "update__str",
+    "update_at__str",
+    "update_inplace_str",
+)
 _STR_WRITES = ("set_non_tensor", "update__str", "update_at__str", "update_inplace_str")
 
 ALLOWED.update(
     {
         # _SubTensorDict (sub_td views of every container; the sub_td container's own views)
         **_each(
-            [
-                f"{c}/sub_td*/{w}"
-                for c in _CORE_CONTAINERS
-                if c != "tensorclass"
-                for w in _STR_WRITES
-            ]
+            [f"{c}/sub_td*/{w}" for c in _CORE_CONTAINERS for w in _STR_WRITES]
             + [
                 f"sub_td/{v}/{w}"
                 for v in ("self", "int", "mask", "slice", "tuple", "sub_td")
@@ -342,6 +344,24 @@ ALLOWED.update(
             _TO_NON_TENSOR
             + "; a shape-op context writes non-tensor values back (upstream drops them)",
         ),
+        **_each(
+            [
+                f"{c}/{v}/{w}"
+                for c, v in [
+                    *((c, "tuple") for c in ("dense", "locked", "named", "nested", "params")),
+                    ("dense", "ctx_reshape"),
+                ]
+                for w in ("set__str", "set_inplace_str", "update__str", "update_inplace_str")
+            ]
+            + [
+                f"{c}/{v}/{w}"
+                for c, v in [("lazy", "tuple"), ("lazy_locked", "tuple"), ("lazy", "ctx_reshape")]
+                for w in _NON_TENSOR_INPLACE
+            ]
+            + [f"tensorclass/tuple/{w}" for w in ("set__str", "update__str", "update_inplace_str")],
+            STATE,
+            _WHOLE_BATCH_VIEW,
+        ),
         # keys_to_update
         **_each(
             [
@@ -395,23 +415,6 @@ ALLOWED.update(
             ],
             STATE,
             _TC_NEW_KEY,
-        ),
-        **_each(
-            [
-                f"tensorclass/{v}/set_inplace_str"
-                for v in (
-                    "self",
-                    "select",
-                    "exclude",
-                    "sub_td",
-                    "ctx_flatten",
-                    "ctx_permute",
-                    "ctx_to_dtype",
-                    "ctx_unsqueeze",
-                )
-            ],
-            UP_RAISES,
-            _TC_SET_INPLACE_STR,
         ),
         # Memory-mapped TensorDicts
         **_each(
