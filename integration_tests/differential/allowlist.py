@@ -430,5 +430,11 @@ ALLOWED.update(
             _MEMMAP_NON_TENSOR_AT_INDEX,
         ),
         **_each(["memmap/ctx_to_dtype/*"], UP_RAISES, _MEMMAP_TO),
+        **_each(
+            [f"memmap/sub_td/{w}" for w in ("update__str", "update_at__str", "update_inplace_str")],
+            EXCEPTION,
+            "a string written at an index of a memory-mapped non-tensor entry raises"
+            " LockedTensorDictError, its file could not hold it (upstream refuses the str: TypeError)",
+        ),
     }
 )
