@@ -434,7 +434,7 @@ ALLOWED.update(
             [f"memmap/sub_td/{w}" for w in ("update__str", "update_at__str", "update_inplace_str")],
             EXCEPTION,
             "a string written at an index of a memory-mapped non-tensor entry raises"
-            " LockedTensorDictError, its file could not hold it (upstream refuses the str: TypeError)",
+            " LockedTensorDictError: its file could not hold it (upstream: TypeError)",
         ),
     }
 )
