@@ -42,7 +42,7 @@ OPERATORS = frozenset(
         "add radd iadd sub rsub isub mul rmul imul truediv rtruediv itruediv floordiv "
         "rfloordiv ifloordiv mod rmod imod pow rpow ipow matmul rmatmul imatmul and rand "
         "iand or ror ior xor rxor ixor lshift rlshift ilshift rshift rrshift irshift "
-        "eq ne lt le gt ge neg pos abs invert len bool contains delitem enter exit "
+        "eq ne lt le gt ge neg pos abs invert len bool contains enter exit "
         "array"
     ).split()
 )

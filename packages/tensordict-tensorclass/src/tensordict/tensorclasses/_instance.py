@@ -27,7 +27,7 @@ from torch.utils.data._utils.collate import default_collate_fn_map
 from tensordict import TensorCollection, TensorDict, TensorDictBase
 from tensordict._base import NO_DEFAULT
 from tensordict._deprecation import deprecated_fields
-from tensordict._nontensor import unwrap_non_tensor
+from tensordict._nontensor import check_non_tensor_write, unwrap_non_tensor
 from tensordict.tensorclasses import _fields
 from tensordict.tensorclasses._dtype import install_casts
 from tensordict.tensorclasses._forward import (
@@ -260,6 +260,13 @@ class TensorClassBase(Wrapper):
             )
         self._set_at_index(index, value)
 
+    def __delitem__(self, key: Any) -> None:
+        # upstream's tensorclass has no item deletion and raises AttributeError('__delitem__')
+        raise AttributeError(
+            f"__delitem__: {type(self).__name__} does not support `del tc[{key!r}]`; "
+            f"delete a field with `del tc.<field>` or `tc.del_({key!r})`."
+        )
+
     def __getitems__(self: T, indices: list[int]) -> T:
         """A batch of elements at once (``DataLoader`` with the instance as its dataset)."""
         return self._index(torch.as_tensor(indices))
@@ -307,7 +314,12 @@ class TensorClassBase(Wrapper):
         """
         if key.__class__ is str or (isinstance(key, tuple) and len(key) == 1):
             name = key if key.__class__ is str else key[0]
-            self._set_str(name, value, inplace=inplace and name in self._tensordict.keys(),
+            present = self._tensordict._get_str(name, None) if inplace else None
+            if getattr(present, "_is_non_tensor", False):
+                # a bare object is not wrapped for an in-place write (upstream raises too):
+                # on an index copy it would land nowhere
+                check_non_tensor_write(present, value, name)
+            self._set_str(name, value, inplace=present is not None,
                           validated=False, non_blocking=non_blocking)
         else:
             self._tensordict.set(key, value, inplace=inplace, non_blocking=non_blocking,
