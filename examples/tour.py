@@ -122,9 +122,11 @@ def files() -> None:
             to_file(os.path.join(folder, f"data.{name}")).close()
             with open_file(os.path.join(folder, f"data.{name}"), mode="r+") as ptd:
                 ptd[0] = td[1]  # written to the file, checked first
-                rows = ptd[:2]  # reads two rows of each array, into memory
+                ptd[2:].zero_()  # an index is a view: in-place ops write the file too
+                rows = ptd[:3].to_tensordict()  # reads three rows of each array
             print(f"  {name:<12} {type(ptd).__name__} batch {list(ptd.batch_size)}: row 0 "
-                  f"is now row 1: {bool((rows[0] == td[1]).all())}")
+                  f"is now row 1: {bool((rows[0] == td[1]).all())}, "
+                  f"row 2 zeroed: {bool((rows[2] == 0).all())}")
         path = os.path.join(folder, "data.safetensors")
         td.to_safetensors(path)
         same = (tensordict.from_safetensors(path) == td).all()
