@@ -198,6 +198,10 @@ _TC_FLATTEN_KEYS = (
     "flatten_keys() of a tensorclass works (upstream raises: keys must match the fields)"
 )
 _TC_NEW_KEY = "a new non-field key set on a tensorclass holds its value (upstream stores None)"
+_TC_BARE_AT_INDEX = (
+    "update_at_ of a bare string into a tensorclass's non-tensor field raises TypeError"
+    " (upstream writes it into every element, or into an index copy where it is lost)"
+)
 _MEMMAP_INDEX_LOCKED = (
     "every index view of a memory-mapped TensorDict is locked: a new key raises"
     " LockedTensorDictError (upstream's lands nowhere)"
@@ -415,6 +419,31 @@ ALLOWED.update(
             ],
             STATE,
             _TC_NEW_KEY,
+        ),
+        **_each(
+            [
+                f"tensorclass/{v}/update_at__str"
+                for v in ("self", "ctx_flatten", "ctx_permute", "ctx_unsqueeze")
+            ],
+            OURS_RAISES,
+            _TC_BARE_AT_INDEX,
+        ),
+        **_each(
+            [
+                f"tensorclass/{v}/update_at__str"
+                for v in ("ctx_to_dtype", "exclude", "int", "mask", "select", "slice", "tuple")
+            ],
+            OURS_RAISES_LOST,
+            _TC_BARE_AT_INDEX,
+        ),
+        **_each(
+            [
+                f"tensorclass/{v}/copy_at_"
+                for v in ("self", "int", "slice", "tuple", "select", "exclude")
+                + ("ctx_flatten", "ctx_permute", "ctx_to_dtype", "ctx_unsqueeze")
+            ],
+            UP_RAISES,
+            "copy_at_ into a tensorclass writes (upstream's fast path raises)",
         ),
         # Memory-mapped TensorDicts
         **_each(
