@@ -3,7 +3,6 @@ stores): reads are lazy, writes reach the file, bad writes leave it as it was.""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -17,18 +16,6 @@ from tensordict.storage import IndexView
 
 sys.path.insert(0, str(Path(__file__).parent))
 from persistent_workers import sum_of_rows  # noqa: E402
-
-FORMATS = [
-    pytest.param(name, marks=pytest.mark.skipif(
-        importlib.util.find_spec(f"tensordict.{name}") is None,
-        reason=f"tensordict-{name} is not installed"))
-    for name in ("h5", "zarr")
-]
-
-
-@pytest.fixture(params=FORMATS)
-def backend(request):
-    return request.param
 
 
 def sample() -> TensorDict:

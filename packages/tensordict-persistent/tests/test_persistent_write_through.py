@@ -6,7 +6,6 @@ Each write is read back from a freshly opened file, over every installed format.
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
 
 import pytest
@@ -15,18 +14,6 @@ import torch
 from tensordict import TensorDict
 from tensordict.persistent import PersistentTensorDict
 from tensordict.storage import IndexView
-
-FORMATS = [
-    pytest.param(name, marks=pytest.mark.skipif(
-        importlib.util.find_spec(f"tensordict.{name}") is None,
-        reason=f"tensordict-{name} is not installed"))
-    for name in ("h5", "zarr")
-]
-
-
-@pytest.fixture(params=FORMATS)
-def backend(request):
-    return request.param
 
 
 def sample() -> TensorDict:
