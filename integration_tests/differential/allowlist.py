@@ -16,6 +16,13 @@ OURS_RAISES_LOST = "ours raises, upstream writes (root unchanged: a lost write?)
 NO_OP = "ours writes nothing (silent no-op)"
 
 
+#: the writes of a string into the non-tensor entry "s"
+_STRING_WRITES = (
+    "set__str", "set_inplace_str", "set_non_tensor", "setitem_str", "update__str",
+    "update_inplace_str",
+)
+
+
 def _each(patterns: list[str], kind: str, reason: str) -> dict[str, tuple[str, str]]:
     return {pattern: (kind, reason) for pattern in patterns}
 
@@ -308,14 +315,7 @@ ALLOWED.update(
             [
                 f"{c}/ctx_to_dtype/{w}"
                 for c in ("dense", "lazy", "nested")
-                for w in (
-                    "set__str",
-                    "set_inplace_str",
-                    "set_non_tensor",
-                    "setitem_str",
-                    "update__str",
-                    "update_inplace_str",
-                )
+                for w in _STRING_WRITES
             ]
             + ["lazy/ctx_to_dtype/update_at__str"]
             + [
@@ -334,14 +334,7 @@ ALLOWED.update(
             ]
             + [
                 f"sub_td/ctx_flatten/{w}"
-                for w in (
-                    "set__str",
-                    "set_inplace_str",
-                    "set_non_tensor",
-                    "setitem_str",
-                    "update__str",
-                    "update_inplace_str",
-                )
+                for w in _STRING_WRITES
             ]
             + ["sub_td/ctx_flatten_keys/set_non_tensor", "sub_td/ctx_flatten_keys/setitem_str"],
             STATE,
