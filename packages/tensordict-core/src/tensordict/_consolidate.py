@@ -12,7 +12,9 @@ consolidation.
 The metadata has upstream's layout: per collection ``{"cls", "non_tensors", "leaves",
 "cls_metadata"}`` plus one entry per sub-collection (for a lazy stack, per part:
 ``"0"``, ``"1"``...). A leaf is ``(dtype, shape, start, end, pad)`` in bytes of the
-buffer; a non-tensor entry is ``(data, batch_size, device)``. A file holds the buffer,
+buffer; a jagged nested tensor is laid out as its parts, ``<NJT_VALUES>key``,
+``<NJT_LENGTHS>key`` (where it has lengths) and ``<NJT_OFFSETS>key`` (whose entry ends
+with the ragged dim); a non-tensor entry is ``(data, batch_size, device)``. A file holds the buffer,
 the metadata as JSON, then the JSON's length (8 bytes, little endian): upstream's files
 and ours read each other. A rebuilt collection (from a file or a pickle) lists its
 non-tensor entries first, then its tensors, then its sub-collections, as upstream's.
@@ -71,8 +73,9 @@ def mark_consolidated(td: Any, storage: _Tensor, count: int | None = None) -> An
     return td
 
 
-def _storage_and_leaves(td: Any) -> tuple[_Tensor, list[_Tensor]] | None:
-    """``(storage, tensor leaves)`` of ``td`` if it is consolidated, else None."""
+def _storage_and_leaves(td: Any) -> tuple[_Tensor, list[_Tensor], list[_Tensor]] | None:
+    """``(storage, tensor leaves, their flat parts)`` of ``td`` if it is consolidated,
+    else None (see :func:`_flat_parts`)."""
     entry = _MARKS.get(id(td))
     if entry is None or entry[0]() is not td:
         return None
@@ -80,11 +83,12 @@ def _storage_and_leaves(td: Any) -> tuple[_Tensor, list[_Tensor]] | None:
     leaves = td._tensor_leaves()
     if len(leaves) != entry[2]:
         return None
+    parts = _flat_parts(td, leaves)
     cdata = storage.untyped_storage()._cdata
-    for leaf in leaves:
-        if leaf.untyped_storage()._cdata != cdata:
+    for part in parts:
+        if part.untyped_storage()._cdata != cdata:
             return None
-    return storage, leaves
+    return storage, leaves, parts
 
 
 def consolidated_storage(td: Any) -> _Tensor | None:
@@ -123,13 +127,66 @@ def _views(storage: _Tensor, leaves: list[_Tensor], starts: list[int]) -> list[_
             for leaf, start in zip(leaves, starts)]
 
 
-def _unsupported(td: Any, leaf: _Tensor) -> RuntimeError:
-    """The error for a leaf that has no flat layout (nested, sparse...), naming its key."""
+def _unsupported(td: Any, leaf: _Tensor) -> Exception:
+    """The error for a leaf that has no flat layout (strided nested, sparse...), naming
+    its key."""
     key = next((key for key, value in td.items(True, True, is_leaf=_is_tensor)
                 if value is leaf), None)
+    if leaf.is_nested:  # upstream's class and words
+        return NotImplementedError("NST is not supported, please use layout=torch.jagged "
+                                   f"when building the nested tensor (entry {key!r}).")
     return RuntimeError(f"consolidate() needs strided tensors: the entry {key!r} is a "
-                        f"{'nested' if leaf.is_nested else leaf.layout} tensor of shape "
-                        f"{tuple(leaf.shape) if not leaf.is_nested else 'ragged'}")
+                        f"{leaf.layout} tensor of shape {tuple(leaf.shape)}")
+
+
+def _jagged_parts(leaf: _Tensor) -> list[_Tensor]:
+    """The strided tensors a jagged nested tensor is made of, in the buffer's order:
+    its values, its lengths (where it has some), its offsets."""
+    lengths = leaf._lengths
+    return [leaf._values, leaf._offsets] if lengths is None else \
+        [leaf._values, lengths, leaf._offsets]
+
+
+def _flat_parts(td: Any, leaves: list[_Tensor]) -> list[_Tensor]:
+    """The strided tensors laid out in the buffer for ``leaves``: the leaves themselves,
+    a jagged nested tensor replaced by its parts (:func:`_jagged_parts`). Other layouts
+    raise, naming the key."""
+    parts = leaves
+    for i, leaf in enumerate(leaves):
+        if leaf.layout is torch.strided and not leaf.is_nested:
+            if parts is not leaves:
+                parts.append(leaf)
+            continue
+        if leaf.layout is not torch.jagged:
+            raise _unsupported(td, leaf)
+        if parts is leaves:
+            parts = leaves[:i]
+        parts += _jagged_parts(leaf)
+    return parts
+
+
+def _regroup(leaves: list[_Tensor], parts: list[_Tensor]) -> list[_Tensor]:
+    """``parts`` (new strided tensors laid out as :func:`_flat_parts` gave them for
+    ``leaves``) back as leaves: the parts of a jagged leaf rebuilt into one."""
+    if len(parts) == len(leaves):  # no jagged leaf
+        return parts
+    out = []
+    it = iter(parts)
+    for leaf in leaves:
+        if leaf.layout is not torch.jagged:
+            out.append(next(it))
+            continue
+        values = next(it)
+        lengths = None if leaf._lengths is None else next(it)
+        out.append(_jagged(values, next(it), lengths, leaf._ragged_idx))
+    return out
+
+
+def _jagged(values: _Tensor, offsets: _Tensor, lengths: _Tensor | None,
+            ragged_idx: int) -> _Tensor:
+    """The jagged nested tensor over ``values`` split at ``offsets``."""
+    return torch.nested.nested_tensor_from_jagged(values, offsets, lengths=lengths,
+                                                  jagged_dim=ragged_idx)
 
 
 def _is_tensor(cls: type) -> bool:
@@ -168,11 +225,11 @@ def move_consolidated(td: Any, device: torch.device, non_blocking: bool) -> Any:
     found = _storage_and_leaves(td)
     if found is None:
         return None
-    storage, leaves = found
+    storage, leaves, parts = found
     moved = storage.to(device, non_blocking=non_blocking)
     base = storage.storage_offset()  # the consolidated leaves are contiguous views
-    views = _views(moved, leaves, [leaf.storage_offset() * leaf.element_size() - base
-                                   for leaf in leaves])
+    views = _regroup(leaves, _views(moved, parts, [
+        part.storage_offset() * part.element_size() - base for part in parts]))
     return mark_consolidated(td._from_leaves(views, device=device), moved, len(views)).lock_()
 
 
@@ -208,6 +265,21 @@ def _dtype_info(dtype: torch.dtype) -> tuple[str, int]:
 _DTYPE_INFO: dict[torch.dtype, tuple[str, int]] = {}
 
 
+_NJT_OFFSETS = "<NJT_OFFSETS>"
+#: the metadata names of the parts of a jagged leaf, by their number (see _jagged_parts)
+_NJT_PREFIXES = {2: ("<NJT_VALUES>", _NJT_OFFSETS),
+                 3: ("<NJT_VALUES>", "<NJT_LENGTHS>", _NJT_OFFSETS)}
+
+
+def _leaf_entry(value: _Tensor, base: int) -> tuple[Any, ...]:
+    """``(dtype, shape, start, end, pad)`` of a contiguous view (bytes from ``base``)."""
+    name, size = _dtype_info(value.dtype)
+    start = value.storage_offset() * size - base
+    nbytes = value.numel() * size
+    pad = -nbytes % _ALIGN
+    return (name, list(value.shape), start, start + nbytes + pad, pad)
+
+
 def _describe(node: Any, base: int) -> dict[str, Any]:
     """The metadata of ``node`` (upstream's layout, see the module doc); leaf offsets are
     in bytes from ``base``, the byte offset of the buffer in its storage."""
@@ -233,11 +305,13 @@ def _describe(node: Any, base: int) -> dict[str, Any]:
                                "is_locked": False}
     for key, value in items:
         if value.__class__ is _Tensor or isinstance(value, _Tensor):
-            name, size = _dtype_info(value.dtype)
-            start = value.storage_offset() * size - base
-            nbytes = value.numel() * size
-            pad = -nbytes % _ALIGN
-            leaves[key] = (name, list(value.shape), start, start + nbytes + pad, pad)
+            if value.is_nested:  # upstream's names for the parts of a jagged leaf
+                parts = _jagged_parts(value)
+                for prefix, part in zip(_NJT_PREFIXES[len(parts)], parts):
+                    leaves[prefix + key] = _leaf_entry(part, base)
+                leaves[_NJT_OFFSETS + key] += (value._ragged_idx,)
+            else:
+                leaves[key] = _leaf_entry(value, base)
         elif getattr(value, "_is_non_tensor", False) and not isinstance(
                 value, classes.LazyStackedTensorDict):
             non_tensors[key] = _non_tensor(value)
@@ -267,7 +341,7 @@ def _fingerprint(node: Any, out: list[Any], non_tensors: list[Any]) -> list[Any]
     for key, value in items:
         out += (key, id(value))
         if value.__class__ is _Tensor or isinstance(value, _Tensor):
-            out.append(value.untyped_storage()._cdata)
+            out.append((value._values if value.is_nested else value).untyped_storage()._cdata)
             continue
         if getattr(value, "_is_non_tensor", False) and not isinstance(
                 value, classes.LazyStackedTensorDict):
@@ -358,9 +432,18 @@ def rebuild(metadata: dict[str, Any], storage: _Tensor,
         return kind(*parts, stack_dim=info["stack_dim"], stack_dim_name=info["stack_dim_name"],
                     batch_size=None if parts else info.get("batch_size"))
     entries = {key: _non_tensor_data(entry) for key, entry in metadata["non_tensors"].items()}
-    for key, (dtype, shape, start, _, _) in metadata["leaves"].items():
-        entries[key] = _contiguous_view(typed_views, storage,
-                                        getattr(torch, dtype.rpartition(".")[2]), shape, start)
+    jagged: dict[str, _Tensor] = {}
+    for key, (dtype, shape, start, *rest) in metadata["leaves"].items():
+        view = _contiguous_view(typed_views, storage, getattr(torch, dtype.rpartition(".")[2]),
+                                shape, start)
+        if not key.startswith("<NJT_"):
+            entries[key] = view
+        elif not key.startswith(_NJT_OFFSETS):
+            jagged[key] = view
+        else:  # the last part of a jagged leaf: the leaf, its ragged dim last in the entry
+            key = key[len(_NJT_OFFSETS):]
+            entries[key] = _jagged(jagged.pop("<NJT_VALUES>" + key), view,
+                                   jagged.pop("<NJT_LENGTHS>" + key, None), rest[2])
     for key, sub in metadata.items():
         if key not in _RESERVED:
             entries[key] = rebuild(sub, storage, typed_views)
@@ -463,8 +546,9 @@ class ConsolidateMixin:
                 ``from_consolidated(td._consolidated["storage"])`` then rebuilds it.
 
         The result stays consolidated until a tensor leaf is added, replaced or
-        removed (once unlocked). Leaves must be strided tensors (nested and sparse ones
-        are refused); a file, shared or pinned memory live on the CPU (another
+        removed (once unlocked). Leaves must be strided or jagged nested tensors (a
+        jagged one is laid out as its values, lengths and offsets; strided nested and
+        sparse ones are refused); a file, shared or pinned memory live on the CPU (another
         ``device`` is refused).
 
         >>> td = TensorDict({"a": torch.zeros(3), "n": {"b": torch.ones(3)}}, [3])
@@ -478,12 +562,11 @@ class ConsolidateMixin:
                 and not metadata and consolidated_storage(self) is not None):
             return self
         leaves = self._tensor_leaves()
+        parts = _flat_parts(self, leaves)
         starts = []
         size = 0
         align = _ALIGN  # every start, and the size, a multiple of each element size
-        for leaf in leaves:
-            if leaf.is_nested or leaf.layout is not torch.strided:
-                raise _unsupported(self, leaf)
+        for leaf in parts:
             itemsize = leaf.element_size()
             if itemsize > _ALIGN:  # complex128
                 align = itemsize
@@ -496,7 +579,7 @@ class ConsolidateMixin:
         if filename is not None or metadata:  # checked before the file is written
             layout = torch.empty(size, dtype=torch.uint8, device="meta")
             trailer = _to_json(consolidated_metadata(
-                self._from_leaves(_views(layout, leaves, starts)), layout))
+                self._from_leaves(_regroup(leaves, _views(layout, parts, starts))), layout))
             trailer += len(trailer).to_bytes(8, "little")
         device = given = as_device(device)
         if given is not None and given.type != "cpu" and (
@@ -506,10 +589,11 @@ class ConsolidateMixin:
         if device is None:
             device = leaves[0].device if leaves else self.device
         storage = _allocate(size, filename, trailer, device, share_memory, pin_memory)[:size]
-        views = _views(storage, leaves, starts)
-        if leaves:
+        views = _views(storage, parts, starts)
+        if parts:
             with torch.no_grad():
-                torch._foreach_copy_(views, leaves, non_blocking=non_blocking)
+                torch._foreach_copy_(views, parts, non_blocking=non_blocking)
+            views = _regroup(leaves, views)
         out = self._from_leaves(views) if given is None else \
             self._from_leaves(views, device=device)
         if inplace:
