@@ -30,12 +30,16 @@ def test_reads_a_file_written_by_upstream():
         assert torch.equal(ptd["obs"], expected["obs"])
         assert torch.equal(ptd["next", "reward"], expected["next", "reward"])
         assert ptd["done"].tolist() == [False, False, True, True]
-        assert ptd["name"] == "cartpole"
+        assert ptd["name"] == b"cartpole"  # as upstream reads its strings back: bytes
         assert ptd[1:3]["obs"].shape == (2, 3)
-    with tensordict.from_h5(FIXTURE) as plain:
-        assert plain.batch_size == torch.Size([])
-    with tensordict.from_h5(FIXTURE, auto_batch_size=True) as guessed:
-        assert guessed.batch_size == torch.Size([4])
+        assert ptd["next"].batch_size == torch.Size([4])
+    # guessed as upstream does, with or without auto_batch_size: each group its own
+    for options in ({}, {"auto_batch_size": True}):
+        with tensordict.from_h5(FIXTURE, **options) as guessed:
+            assert guessed.batch_size == torch.Size([4])
+            assert guessed["next"].batch_size == torch.Size([4, 1])
+    with tensordict.from_h5(FIXTURE, batch_dims=1) as one:
+        assert one.batch_size == torch.Size([4]) and one["next"].batch_size == torch.Size([4])
 
 
 def test_writes_upstreams_layout(tmp_path):
@@ -61,7 +65,7 @@ def test_storage_backend(tmp_path):
     with TensorDict.load(path) as loaded:  # the backend is recognised from the file
         assert isinstance(loaded, PersistentTensorDict)
         assert loaded.batch_size == torch.Size([4])
-        assert loaded["name"] == "cartpole"
+        assert loaded["name"] == b"cartpole"
 
 
 def test_missing_file_is_a_clear_error(tmp_path):

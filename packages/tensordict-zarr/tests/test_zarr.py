@@ -96,3 +96,22 @@ def test_view_and_cast_writes_land_in_the_store(tmp_path):
     assert root["obs"][2:].tolist() == [[0.5, 1.5, 2.5]] * 2
     assert root["next"]["reward"][:, 0].tolist() == [0.0, 11.0, -1.0, 3.0]
     assert root["done"][:].tolist() == [False, True, True, True]
+
+
+@pytest.mark.parametrize("write", ["from_dict", "to_zarr"])
+def test_array_options_reach_nested_arrays(tmp_path, write):
+    """Options of every array written, nested ones too; ``chunks`` of the leading dims
+    extended by the rest of each array's shape, as upstream."""
+    zarr = pytest.importorskip("zarr")
+    td = TensorDict({"a": torch.arange(60.0).view(30, 2), "n": {"b": torch.ones(30, 4)},
+                     "s": "text"}, [30])
+    path = tmp_path / "chunked.zarr"
+    options = {"chunks": (10,), "compressors": None}
+    ptd = PersistentTensorDict.from_dict(td, path, backend="zarr", **options) \
+        if write == "from_dict" else td.to_zarr(path, **options)
+    ptd.close()
+    group = zarr.open_group(path, mode="r")
+    assert group["a"].chunks == (10, 2) and group["n/b"].chunks == (10, 4)
+    assert group["a"].compressors == () and group["n/b"].compressors == ()
+    with tensordict.from_zarr(path) as again:
+        assert torch.equal(again["n", "b"], torch.ones(30, 4)) and again["s"] == "text"

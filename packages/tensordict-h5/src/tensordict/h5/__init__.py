@@ -24,8 +24,7 @@ import numpy as np
 from tensordict import NonTensorData, NonTensorStack
 from tensordict.h5._version import __version__
 from tensordict.persistent import PersistentTensorDict, register_format
-from tensordict.persistent._formats import META_ATTR
-from tensordict.persistent._leaves import json_text
+from tensordict.persistent.formats import META_ATTR, json_text
 
 #: the attribute upstream tensordict sets on a dataset holding a string
 _STRING_ATTR = "__tensordict_str__"
@@ -39,7 +38,9 @@ class H5Format:
     """The ``"h5"`` format of PersistentTensorDict: HDF5 files through h5py.
 
     Strings are variable-length string datasets marked ``__tensordict_str__``, as
-    upstream tensordict writes them; other non-tensor values are JSON text marked
+    upstream tensordict writes them, and read back as upstream reads them: as h5py gives
+    them, ``bytes`` (so is any dataset of strings or other non-numeric data, a string
+    array as a numpy array of ``bytes``); other non-tensor values are JSON text marked
     ``__tensordict_json__`` (``"data"``, or ``"stack"`` for one value per element).
     A group's batch size is JSON text in its ``__tensordict__`` attribute.
     """
@@ -55,11 +56,15 @@ class H5Format:
     def is_group(self, node: Any) -> bool:
         return isinstance(node, h5py.Group)
 
-    def write_array(self, group: h5py.Group, name: str, array: np.ndarray) -> h5py.Dataset:
+    def write_array(self, group: h5py.Group, name: str, array: np.ndarray,
+                    **options: Any) -> h5py.Dataset:
+        if not array.ndim:  # h5py refuses chunks and filters for a scalar
+            options = {}
         if array.size > 1 and not any(array.strides):  # one value expanded: nothing to send
+            options.setdefault("chunks", _row_chunks(array))
             return group.create_dataset(name, shape=array.shape, dtype=array.dtype,
-                                        fillvalue=array.flat[0], chunks=_row_chunks(array))
-        return group.create_dataset(name, data=array)
+                                        fillvalue=array.flat[0], **options)
+        return group.create_dataset(name, data=array, **options)
 
     def read(self, node: h5py.Dataset, selection: Any) -> np.ndarray:
         return node[selection]
@@ -78,31 +83,34 @@ class H5Format:
         group.attrs[META_ATTR] = json.dumps(meta)
 
     def is_non_tensor(self, node: Any) -> bool:
-        return _STRING_ATTR in node.attrs or _JSON_ATTR in node.attrs
+        return node.dtype.kind not in _NUMERIC  # strings, bytes (marked or not), JSON text
 
     def write_non_tensor(self, group: h5py.Group, name: str, value: Any, key: Any) -> None:
         if isinstance(value, NonTensorStack):
             kind, data = "stack", value.tolist()
         else:
             kind, data = "data", value.data
-        if kind == "data" and isinstance(data, str):
+        if kind == "data" and isinstance(data, (str, bytes)):
             self._write_text(group, name, data).attrs[_STRING_ATTR] = True
+        elif kind == "data" and isinstance(data, np.ndarray) and data.dtype.kind in "OSU":
+            # a dataset of strings as upstream reads it (np.array of bytes): as it was
+            dtype = data.dtype if data.dtype.kind == "S" else h5py.string_dtype()
+            group.create_dataset(name, data=data, dtype=dtype)
         else:
             self._write_text(group, name, json_text(data, key)).attrs[_JSON_ATTR] = kind
 
     def read_non_tensor(self, node: h5py.Dataset, batch_size: Any, device: Any) -> Any:
-        text = node[()]
-        text = text.decode() if isinstance(text, bytes) else str(text)
         kind = node.attrs.get(_JSON_ATTR)
-        if kind is None:
-            return NonTensorData(text, batch_size=batch_size, device=device)
-        data = json.loads(text)
+        if kind is None:  # bytes, or an array of them, as h5py and upstream give them
+            return NonTensorData(node[()], batch_size=batch_size, device=device)
+        text = node[()]
+        data = json.loads(text.decode() if isinstance(text, bytes) else str(text))
         if str(kind) == "stack":
             return NonTensorStack.from_list(data, batch_size=batch_size, device=device)
         return NonTensorData(data, batch_size=batch_size, device=device)
 
     @staticmethod
-    def _write_text(group: h5py.Group, name: str, text: str) -> h5py.Dataset:
+    def _write_text(group: h5py.Group, name: str, text: str | bytes) -> h5py.Dataset:
         return group.create_dataset(name, data=text, dtype=h5py.string_dtype())
 
 
@@ -116,6 +124,8 @@ def _row_chunks(array: np.ndarray) -> tuple[int, ...] | bool:
 
 
 _CHUNK_BYTES = 1 << 20
+#: the dtype kinds of the datasets read as tensors: bool, integers, floats, complex
+_NUMERIC = frozenset("biufc")
 
 register_format(H5Format())
 

@@ -37,8 +37,10 @@ class FileFormat(Protocol):
     def is_group(self, node: Any) -> bool:
         """Whether ``node`` (a member of a group) is a group rather than an array."""
 
-    def write_array(self, group: Any, name: str, array: Any) -> Any:
-        """Create the array ``group[name]`` holding the numpy array ``array``."""
+    def write_array(self, group: Any, name: str, array: Any, **options: Any) -> Any:
+        """Create the array ``group[name]`` holding the numpy array ``array``; ``options``
+        are the library's own for a new array (compression, chunks...), which an array
+        of one value (``array.ndim == 0``) may leave aside."""
 
     def read(self, node: Any, selection: Any) -> Any:
         """The numpy array of ``node[selection]``: ``...`` (all of it), an int or a

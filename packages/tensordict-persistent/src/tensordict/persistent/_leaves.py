@@ -40,10 +40,12 @@ def stored_array(node: Any, tensor: torch.Tensor) -> np.ndarray:
     return to_numpy(tensor.to(dtype_of(node)))[0]
 
 
-def write_tensor(file_format: Any, group: Any, name: str, tensor: torch.Tensor) -> None:
-    """Create the array ``group[name]`` holding ``tensor``."""
+def write_tensor(file_format: Any, group: Any, name: str, tensor: torch.Tensor,
+                 **options: Any) -> None:
+    """Create the array ``group[name]`` holding ``tensor`` (with the format's array
+    ``options``)."""
     array, dtype_name = to_numpy(tensor)
-    node = file_format.write_array(group, name, array)
+    node = file_format.write_array(group, name, array, **options)
     if dtype_name is not None:
         node.attrs[DTYPE_ATTR] = dtype_name
 

@@ -36,8 +36,8 @@ import numpy as np
 import torch
 
 from tensordict import NonTensorData, TensorDict, TensorDictBase, errors, is_tensor_collection
-from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict.base import NO_DEFAULT
+from tensordict.extending import LOCKED_BY_PARENT
 from tensordict.persistent import _leaves
 from tensordict.persistent._formats import FileFormat, get_format
 from tensordict.persistent._indexing import read_all, read_leaf, write_rows
@@ -62,8 +62,10 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
             ``"a"`` (read and write, created if missing).
         backend: the file format, provided by a plugin package (``tensordict-h5``...).
         device: the device of the tensors read.
-        auto_batch_size: with no batch size stored or given, use the leading dims the
-            arrays share (at most ``batch_dims`` of them).
+        auto_batch_size: accepted for upstream's signature: a file that stores no batch
+            size (as upstream writes HDF5 files) always gets the leading dims its arrays
+            share, as upstream's; each group gets its own (non-tensor datasets aside).
+        batch_dims: the most batch dims such a guessed batch size has.
     """
 
     def __init__(self, *, batch_size: Sequence[int] | None = None, filename: str | None = None,
@@ -90,15 +92,16 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
         self._exit_stack: list[Any] | None = None
         self._children: dict[str, PersistentTensorDict] = {}
         self._path: tuple[str, ...] = ()  # from the root group of the file
+        #: set while the batch sizes are guessed from the arrays: the most batch dims
+        self._guess: tuple[int | None] | None = None
         stored = _stored_batch_size(self._format, group)
         if batch_size is not None:
             self.batch_size = batch_size
         elif stored is not None:
             self._batch_size = stored
         else:
-            self._batch_size = torch.Size([])
-            if auto_batch_size:
-                self.auto_batch_size_(batch_dims)
+            self._guess = (batch_dims,)
+            self._batch_size = _shared_batch(self._format, group, batch_dims)
 
     @classmethod
     def _child(cls, parent: PersistentTensorDict, group: Any) -> PersistentTensorDict:
@@ -108,7 +111,10 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
         child._is_locked = LOCKED_BY_PARENT if parent._is_locked else False
         child._exit_stack, child._children = None, {}
         child._path = parent._path + (group.name.rsplit("/", 1)[-1],)
+        child._guess = parent._guess
         batch = _stored_batch_size(parent._format, group)
+        if batch is None and parent._guess is not None:
+            batch = _shared_batch(parent._format, group, parent._guess[0])
         prefix = parent._batch_size
         child._batch_size = batch if batch is not None and batch[:len(prefix)] == prefix \
             else prefix
@@ -148,7 +154,17 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
         open it for reading and writing.
 
         The file is written under a temporary name and renamed into place: an existing
-        file of that name is replaced only once the new one is complete.
+        file of that name is replaced only once the new one is complete. Other keyword
+        arguments are options of every array written, nested ones too (h5py's
+        ``compression="gzip"``, ``compression_opts``, ``chunks``...; zarr's
+        ``compressors``, ``chunks``...); arrays of one value take no filters.
+
+        >>> import os, tempfile, torch
+        >>> path = os.path.join(tempfile.mkdtemp(), "f.h5")
+        >>> td = TensorDict(n={"x": torch.zeros(8, 2)}, batch_size=[8])
+        >>> with PersistentTensorDict.from_dict(td, path, compression="gzip") as ptd:
+        ...     ptd.file["n/x"].compression
+        'gzip'
         """
         if not is_tensor_collection(input_dict):
             input_dict = TensorDict(dict(input_dict), batch_size=batch_size or [])
@@ -162,7 +178,7 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
         def write(tmp: str) -> None:
             root = file_format.open(tmp, "w")
             try:
-                _write_group(file_format, root, input_dict, ())
+                _write_group(file_format, root, input_dict, (), kwargs)
             finally:
                 file_format.close(root)
 
@@ -207,6 +223,7 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
             if shape[:len(size)] != tuple(size):
                 raise errors.batch_mismatch(key, torch.Size(shape), size)
         self._batch_size = size
+        self._guess = None
         self._children.clear()
         if self.mode != "r":
             _store_batch_size(self._format, self._group, size)
@@ -300,7 +317,7 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
                     group, name, _as_non_tensor(value, self._batch_size), key))
             else:
                 self._replace_entry(key, lambda group, name: _write_group(
-                    self._format, group.create_group(name), value, (key,)))
+                    self._format, group.create_group(name), value, (key,), {}))
             return self
         self._replace_entry(key, lambda group, name: _leaves.write_tensor(
             self._format, group, name, value))
@@ -463,17 +480,38 @@ def _as_value(value: Any, batch: torch.Size) -> Any:
 
 
 def _write_group(file_format: FileFormat, group: Any, td: TensorDictBase,
-                 where: tuple[str, ...]) -> None:
-    """Write every entry of ``td`` into the new group ``group``."""
+                 where: tuple[str, ...], options: dict[str, Any]) -> None:
+    """Write every entry of ``td`` into the new group ``group`` (its arrays with the
+    format's ``options``)."""
     _store_batch_size(file_format, group, td.batch_size)
     for key in td.keys():
         value = td._get_str(key)
         if getattr(value, "_is_non_tensor", False):
             file_format.write_non_tensor(group, key, value, where + (key,))
         elif is_tensor_collection(value):
-            _write_group(file_format, group.create_group(key), value, where + (key,))
+            _write_group(file_format, group.create_group(key), value, where + (key,), options)
         else:
-            _leaves.write_tensor(file_format, group, key, value)
+            _leaves.write_tensor(file_format, group, key, value, **options)
+
+
+def _shared_batch(file_format: FileFormat, group: Any, batch_dims: int | None) -> torch.Size:
+    """The leading dims shared by the arrays under ``group`` (the guessed batch size of a
+    group that stores none, at most ``batch_dims`` of them), from the file's metadata."""
+    shapes = []
+    for key in group.keys():
+        if key.startswith(_TMP):
+            continue
+        node = group[key]
+        if file_format.is_group(node):
+            shapes.append(_shared_batch(file_format, node, batch_dims))
+        elif not file_format.is_non_tensor(node):
+            shapes.append(tuple(node.shape))
+    common: list[int] = []
+    for sizes in zip(*shapes) if shapes else ():
+        if any(size != sizes[0] for size in sizes):
+            break
+        common.append(sizes[0])
+    return torch.Size(common[:batch_dims] if batch_dims is not None else common)
 
 
 def _plan_indexed_writes(ptd: PersistentTensorDict, index: Any, value: Any,

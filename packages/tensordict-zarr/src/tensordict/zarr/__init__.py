@@ -28,8 +28,7 @@ from zarr.storage import LocalStore
 
 from tensordict import NonTensorData, NonTensorStack
 from tensordict.persistent import PersistentTensorDict, register_format
-from tensordict.persistent._formats import META_ATTR
-from tensordict.persistent._leaves import json_text
+from tensordict.persistent.formats import META_ATTR, json_text
 from tensordict.zarr._version import __version__
 
 __all__ = ["ZarrFormat", "__version__", "from_zarr", "to_zarr"]
@@ -60,11 +59,15 @@ class ZarrFormat:
     def is_group(self, node: Any) -> bool:
         return isinstance(node, zarr.Group)
 
-    def write_array(self, group: zarr.Group, name: str, array: np.ndarray) -> zarr.Array:
+    def write_array(self, group: zarr.Group, name: str, array: np.ndarray,
+                    **options: Any) -> zarr.Array:
+        chunks = options.get("chunks")
+        if isinstance(chunks, (tuple, list)):  # chunks of the leading dims, as upstream
+            options["chunks"] = (*chunks[:array.ndim], *array.shape[len(chunks):])
         if array.size > 1 and not any(array.strides):  # one value expanded: no chunk written
             return group.create_array(name, shape=array.shape, dtype=array.dtype,
-                                      fill_value=array.flat[0])
-        return group.create_array(name, data=array)
+                                      fill_value=array.flat[0], **options)
+        return group.create_array(name, data=array, **options)
 
     def read(self, node: zarr.Array, selection: Any) -> np.ndarray:
         return node.oindex[selection] if isinstance(selection, list) else node[selection]
