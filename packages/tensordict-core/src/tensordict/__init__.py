@@ -150,15 +150,15 @@ __all__ = [
 
 
 if TYPE_CHECKING:  # names plugins add at run time, visible to type checkers and IDEs
-    from tensordict.tensorclasses import TensorClass as TensorClass
-    from tensordict.tensorclasses import tensorclass as tensorclass
+    from tensordict._tensorclass_types import TensorClass as TensorClass
+    from tensordict._tensorclass_types import tensorclass as tensorclass
 
 
 #: the modules that ``import tensordict`` alone makes reachable as attributes, as
 #: upstream's are (``tensordict.utils.expand_right``), imported on first use: core's
-#: facades, and the persistent plugin's (when it is installed)
-_SUBMODULES = frozenset({"functional", "persistent", "tensordict", "typedtensordict",
-                         "utils"})
+#: facades, and those of plugins (when installed) that upstream imports with tensordict
+_SUBMODULES = frozenset({"functional", "tensordict", "typedtensordict", "utils",
+                         *_plugins.ATTRIBUTE_MODULES})
 
 
 def __getattr__(name: str) -> Any:
@@ -177,14 +177,14 @@ def __getattr__(name: str) -> Any:
 class _Package(types.ModuleType):
     """The ``tensordict`` package object.
 
-    ``tensordict.tensorclass`` is both a module path (upstream's, ``from
-    tensordict.tensorclass import NonTensorData``) and, as an attribute, the decorator.
-    Importing the module must not rebind the attribute, so it is not set here: the
-    decorator keeps resolving through the plugin's top-level names.
+    A name of ``plugins.NAMED_LIKE_MODULES`` is both a module path (``from
+    tensordict.tensorclass import NonTensorData``) and, as an attribute, a plugin's
+    top-level name (the decorator). Importing the module must not rebind the attribute,
+    so it is not set here: the name keeps resolving through the plugin's top-level names.
     """
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "tensorclass" and isinstance(value, types.ModuleType):
+        if name in _plugins.NAMED_LIKE_MODULES and isinstance(value, types.ModuleType):
             return
         super().__setattr__(name, value)
 

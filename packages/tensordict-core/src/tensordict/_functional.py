@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from tensordict import plugins
 from tensordict._collection import acts_as_tensordict, classes
 
 if TYPE_CHECKING:
@@ -210,10 +211,8 @@ def _module_tensordict(module: nn.Module) -> Any:
 
 
 def _finish(td: Any, as_module: bool, lock: bool) -> Any:
-    if as_module:
-        from tensordict.nn import TensorDictParams
-
-        td = TensorDictParams(td, no_convert=True)
+    if as_module:  # a TensorDictParams, of tensordict-nn (the install hint without it)
+        td = plugins.top_level_name("TensorDictParams")(td, no_convert=True)
     if lock:
         td.lock_()
     return td

@@ -51,7 +51,14 @@ _unlocks = 0  # see unlock_count
 
 def unlock_tree(collection: Any) -> None:
     """Unlock ``collection`` and the sub-collections it locked, counted by
-    :func:`unlock_count` (what ``unlock_`` does, without its ``with`` support)."""
+    :func:`unlock_count` (what ``unlock_`` does, without its ``with`` support).
+
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(sub=TensorDict()).lock_()
+    >>> unlock_tree(td)
+    >>> td.is_locked, td["sub"].is_locked
+    (False, False)
+    """
     global _unlocks
     _unlocks += 1
     collection._propagate_lock(False)

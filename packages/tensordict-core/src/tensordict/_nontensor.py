@@ -565,7 +565,14 @@ def is_non_tensor(obj: Any) -> bool:
 
 def check_non_tensor_write(present: Any, value: Any, key: Any) -> None:
     """Raise InplaceWriteError, naming ``key``, unless :func:`write_non_tensor_` can write
-    ``value`` into the non-tensor entry ``present``."""
+    ``value`` into the non-tensor entry ``present``.
+
+    >>> check_non_tensor_write(NonTensorData("a"), NonTensorData("b"), "k")  # fits
+    >>> check_non_tensor_write(NonTensorData("a"), torch.zeros(()), "k")
+    Traceback (most recent call last):
+        ...
+    tensordict.errors.InplaceWriteError: ...
+    """
     if not is_non_tensor(value) or (isinstance(present, NonTensorData) and
                                     not isinstance(value, NonTensorData)):
         raise errors.inplace_mismatch(key, present, value)
@@ -592,7 +599,11 @@ def write_non_tensor_(present: Any, value: Any, key: Any) -> None:
 
 
 def unwrap_non_tensor(value: Any) -> Any:
-    """What ``td[key]`` returns for a stored value: the object for non-tensor data."""
+    """What ``td[key]`` returns for a stored value: the object for non-tensor data.
+
+    >>> unwrap_non_tensor(NonTensorData("text")), unwrap_non_tensor(torch.ones(1))
+    ('text', tensor([1.]))
+    """
     if isinstance(value, NonTensorData):
         return value.data
     if getattr(value, "_is_non_tensor", False):

@@ -32,6 +32,11 @@ def _dtype_abbreviation(dtype: torch.dtype) -> str:
 
 
 def _sizes(size: torch.Size) -> str:
+    """``size`` as a repr prints it.
+
+    >>> _sizes(torch.Size([3, 4]))
+    '[3,4]'
+    """
     return "[" + ",".join(map(str, size)) + "]"
 
 
@@ -43,7 +48,11 @@ Block = tuple[str, list[Entry]]
 
 def _compact_value(value: Any, batch_ndim: int, device: torch.device | None
                    ) -> tuple[str, Block | None]:
-    """The one-line text of ``value`` and, for a nested collection, its block."""
+    """The one-line text of ``value`` and, for a nested collection, its block.
+
+    >>> _compact_value(torch.zeros(3, 4), 1, None)
+    ('f32[4]', None)
+    """
     if isinstance(value, torch.Tensor):
         if value.__class__ is UnbatchedTensor:
             shape = value.shape
@@ -144,10 +153,20 @@ def compact_repr(td: Any) -> str:
 
 
 def _indent(text: str, spaces: int = 4) -> str:
+    """``text`` with its lines after the first indented by ``spaces``.
+
+    >>> _indent("a" + chr(10) + "b", 2).splitlines()
+    ['a', '  b']
+    """
     return text.replace("\n", "\n" + " " * spaces)
 
 
 def _verbose_entry(value: Any) -> str:
+    """One entry of the verbose repr.
+
+    >>> _verbose_entry(torch.zeros(2))
+    'Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.float32, is_shared=False)'
+    """
     if isinstance(value, torch.Tensor):
         return (f"{type(value).__name__}(shape={value.shape}, device={value.device}, "
                 f"dtype={value.dtype}, is_shared={value.is_shared()})")
@@ -168,6 +187,12 @@ def verbose_repr(td: Any) -> str:
 
 
 def _is_shared(td: Any) -> bool:
+    """Whether every tensor leaf of ``td`` is in shared memory (False without leaves).
+
+    >>> from tensordict import TensorDict
+    >>> _is_shared(TensorDict(a=torch.zeros(2))), _is_shared(TensorDict())
+    (False, False)
+    """
     leaves = td._tensor_leaves()  # (lazy stacks give their parts' leaves: no stacking)
     return bool(leaves) and all(leaf.is_shared() for leaf in leaves)
 

@@ -36,7 +36,15 @@ __all__ = ["UnsafePickleError", "loads_data"]
 
 
 class UnsafePickleError(pickle.UnpicklingError):
-    """A pickle names a global that is not plain data (``name``: its dotted path)."""
+    """A pickle names a global that is not plain data (``name``: its dotted path).
+
+    >>> import pickle
+    >>> try:
+    ...     loads_data(pickle.dumps(pickle.Pickler))
+    ... except UnsafePickleError as err:
+    ...     print(err.name)
+    _pickle.Pickler
+    """
 
     def __init__(self, name: str) -> None:
         super().__init__(f"the pickle needs {name}, which is not plain data")
@@ -92,6 +100,14 @@ def loads_data(payload: bytes) -> Any:
     Raises:
         UnsafePickleError: the pickle names any other global (nothing was called).
         pickle.UnpicklingError: the payload is not a valid pickle.
+
+    >>> import pickle
+    >>> loads_data(pickle.dumps({"lr": 0.1, "steps": (1, 2)}))
+    {'lr': 0.1, 'steps': (1, 2)}
+    >>> loads_data(pickle.dumps(pickle.Pickler))
+    Traceback (most recent call last):
+        ...
+    tensordict._restricted_pickle.UnsafePickleError: ...
     """
     try:
         return _DataUnpickler(io.BytesIO(payload)).load()

@@ -27,6 +27,9 @@ def as_size(batch_size: Any) -> torch.Size:
 
     Raises TypeError for anything else, RuntimeError for a size below -1 (``-1`` marks a
     ragged dim, whose size differs between the elements of a lazy stack).
+
+    >>> as_size(3), as_size([2, 4]), as_size(None)
+    (torch.Size([3]), torch.Size([2, 4]), torch.Size([]))
     """
     cls = batch_size.__class__
     if cls is torch.Size:

@@ -25,12 +25,9 @@ and in its ``pyproject.toml``::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
 import pluggy
-
-if TYPE_CHECKING:
-    from tensordict.plugins import StorageBackend
 
 hookspec = pluggy.HookspecMarker("tensordict")
 
@@ -105,6 +102,37 @@ def tensordict_torch_functions() -> Mapping[Callable[..., Any], Callable[..., An
 # --------------------------------------------------------------------------------------
 
 
+@runtime_checkable
+class StorageBackend(Protocol):
+    """What a storage backend offers (see :func:`tensordict_storage_backends`).
+
+    ``td.save(path, *args, backend=name, **kwargs)`` calls ``save(td, path, *args,
+    **kwargs)`` and ``TensorDict.load(path, *args, **kwargs)`` calls ``load(path, *args,
+    **kwargs)`` of the backend whose ``can_load(path)`` is true.
+
+    A backend may also offer ``from_schema(prototype, *, device=None, **kwargs)``, which
+    ``TensorDict.from_schema(..., storage=name, **kwargs)`` calls: a new collection stored
+    by the backend with the keys, shapes and dtypes of ``prototype`` (whose tensors are
+    zeros expanded from one element, so they take no memory), filled with zeros.
+
+    >>> class Discard:
+    ...     def save(self, td, path): return td
+    ...     def load(self, path): raise FileNotFoundError(path)
+    ...     def can_load(self, path): return False
+    >>> isinstance(Discard(), StorageBackend)
+    True
+    """
+
+    def save(self, td: Any, path: Any, *args: Any, **kwargs: Any) -> Any:
+        """Write ``td`` under ``path`` and return the saved collection."""
+
+    def load(self, path: Any, *args: Any, **kwargs: Any) -> Any:
+        """Read the collection saved under ``path``."""
+
+    def can_load(self, path: Any) -> bool:
+        """Whether ``path`` holds data written by this backend."""
+
+
 @hookspec
 def tensordict_storage_backends() -> Mapping[str, StorageBackend]:
     """Storage formats that ``td.save(path, backend=...)`` and ``TensorDict.load``
@@ -112,7 +140,7 @@ def tensordict_storage_backends() -> Mapping[str, StorageBackend]:
 
     Returns:
         A mapping from backend name to an object following
-        :class:`tensordict.plugins.StorageBackend` (``save``, ``load`` and
+        :class:`StorageBackend` (``save``, ``load`` and
         ``can_load``).
 
     Example:

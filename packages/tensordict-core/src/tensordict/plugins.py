@@ -31,11 +31,12 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import pluggy
 
 from tensordict import hookspecs
+from tensordict.hookspecs import StorageBackend
 
 ENTRY_POINT_GROUP = "tensordict"
 #: Set to a comma-separated list of entry-point names to keep them from loading.
@@ -43,67 +44,98 @@ DISABLED_ENV_VAR = "TENSORDICT_DISABLED_PLUGINS"
 
 hookimpl = pluggy.HookimplMarker("tensordict")
 
-#: The methods the first-party plugins add to tensor collections, and the package of each.
-#: They are set on :class:`~tensordict.TensorCollection` at import (resolved on first use),
-#: so ``td.memmap`` is an ordinary attribute and a missing package gives the install hint.
-PLUGIN_METHODS: dict[str, str] = {
-    **dict.fromkeys(
-        (
+#: The version of the plugin interface (the hooks, :mod:`tensordict.extending`,
+#: :mod:`tensordict.storage` and this module), raised when one of their names goes or
+#: changes meaning. A plugin lists the versions it works with in a module (or object)
+#: attribute ``TENSORDICT_PLUGIN_API``, checked when it registers.
+PLUGIN_API_VERSION = 1
+
+#: The first-party distributions ``tensordict-<extra>``, and what each provides: the one
+#: place core knows of them, used for install hints when one is missing and for the
+#: method placeholders that load the plugins on first use. Per extra: ``methods`` of
+#: tensor collections, ``names`` of the ``tensordict`` namespace (dotted: of one of its
+#: modules), storage ``backends``, ``modules`` (subpackages ``tensordict.<sub>``; those of
+#: ``attributes`` are attributes of ``tensordict`` once imported, as upstream's) and
+#: ``importable`` classes (imported without the plugin, as upstream's without their
+#: optional dependency; using one raises the hint).
+FIRST_PARTY: dict[str, dict[str, tuple[str, ...]]] = {
+    "memmap": {
+        "methods": (
             "memmap", "memmap_", "memmap_like", "memmap_refresh_", "load_memmap",
             "load_memmap_", "dumps", "load_", "is_memmap", "saved_path", "make_memmap",
             "make_memmap_from_tensor", "make_memmap_from_storage", "pack",
         ),
-        "memmap",
-    ),
-    "attrs": "tensorclass",
-    **dict.fromkeys(
-        (
+        "names": ("MemoryMappedTensor",),
+        "backends": ("memmap",),
+        "modules": ("memmap",),
+    },
+    "tensorclass": {
+        "methods": ("attrs",),
+        "names": ("tensorclass", "TensorClass", "TensorAttrs", "from_dataclass"),
+        "modules": ("tensorclasses", "tensorclass"),
+    },
+    "nn": {
+        "names": ("TensorDictParams", "prototype.fx.symbolic_trace"),
+        "modules": ("nn",),
+        "attributes": ("nn",),
+    },
+    "distributed": {
+        "methods": (
             "send", "recv", "isend", "irecv", "asend", "arecv", "init_remote",
             "from_remote_init", "broadcast", "all_reduce", "reduce", "all_gather",
             "gather_and_stack", "scatter",
         ),
-        "distributed",
-    ),
-    **dict.fromkeys(("from_h5", "to_h5"), "h5"),
-    **dict.fromkeys(("to_store",), "redis"),
-    **dict.fromkeys(("from_zarr", "to_zarr"), "zarr"),
-    **dict.fromkeys(("from_safetensors", "to_safetensors"), "safetensors"),
-    **dict.fromkeys(
-        (
+        "modules": ("distributed",),
+    },
+    "persistent": {"modules": ("persistent",), "attributes": ("persistent",)},
+    "h5": {
+        "methods": ("from_h5", "to_h5"),
+        "backends": ("h5",),
+        "modules": ("h5",),
+        "importable": ("PersistentTensorDict",),
+    },
+    "zarr": {"methods": ("from_zarr", "to_zarr"), "backends": ("zarr",), "modules": ("zarr",)},
+    "redis": {
+        "methods": ("to_store",),
+        "backends": ("redis",),
+        "modules": ("store",),
+        "attributes": ("store",),
+        "importable": ("TensorDictStore", "LazyStackedTensorDictStore"),
+    },
+    "safetensors": {
+        "methods": ("from_safetensors", "to_safetensors"),
+        "backends": ("safetensors",),
+        "modules": ("safetensors",),
+    },
+    "tabular": {
+        "methods": (
             "from_parquet", "from_csv", "from_json", "from_pandas", "to_parquet", "to_csv",
             "to_json", "to_pandas", "to_arrow", "to_mds",
         ),
-        "tabular",
-    ),
-}
-
-#: Which distribution provides a feature that core knows about but does not ship.
-#: Used to turn a missing attribute into an actionable error.
-PROVIDED_BY: dict[str, str] = {
-    **PLUGIN_METHODS,
-    "MemoryMappedTensor": "memmap",
-    **dict.fromkeys(
-        ("tensorclass", "TensorClass", "TensorAttrs", "from_dataclass"), "tensorclass"
-    ),
-    "TensorDictParams": "nn",
-    "from_arrow": "tabular",
+        "names": ("from_arrow",),
+        "modules": ("tabular",),
+    },
 }
 
 
-#: Storage backends of the first-party plugins (for the install hint when one is missing).
-STORAGE_PROVIDED_BY: dict[str, str] = {
-    "memmap": "memmap", "h5": "h5", "zarr": "zarr", "redis": "redis",
-    "safetensors": "safetensors",
-}
+def _provided(kind: str) -> dict[str, str]:
+    """Each feature of ``kind`` in :data:`FIRST_PARTY`, mapped to its extra."""
+    return {feature: extra for extra, features in FIRST_PARTY.items()
+            for feature in features.get(kind, ())}
 
 
-#: Classes that import without their plugin, as upstream's import without their optional
-#: dependency (TorchRL imports them at module level): using one raises the install hint.
-IMPORTABLE_WITHOUT_PLUGIN: dict[str, str] = {
-    "PersistentTensorDict": "h5",
-    "TensorDictStore": "redis",
-    "LazyStackedTensorDictStore": "redis",
-}
+#: Views of :data:`FIRST_PARTY`: the methods; every feature named by attribute (methods
+#: and names); the subpackages; the storage backends; the importable classes.
+PLUGIN_METHODS: dict[str, str] = _provided("methods")
+PROVIDED_BY: dict[str, str] = {**PLUGIN_METHODS, **_provided("names")}
+SUBPACKAGES: dict[str, str] = _provided("modules")
+#: The subpackages that are attributes of ``tensordict`` (imported on first use), and
+#: those whose attribute is a top-level name instead (``tensordict.tensorclass``: the
+#: module path of upstream, and the decorator).
+ATTRIBUTE_MODULES: frozenset[str] = frozenset(_provided("attributes"))
+NAMED_LIKE_MODULES: frozenset[str] = frozenset(SUBPACKAGES.keys() & _provided("names").keys())
+_BACKENDS = _provided("backends")
+_IMPORTABLE = _provided("importable")
 
 
 def install_hint(feature: str, extra: str) -> str:
@@ -126,29 +158,34 @@ class MissingMethodError(AttributeError):
     """A method that needs a tensordict plugin which is not installed."""
 
 
-@runtime_checkable
-class StorageBackend(Protocol):
-    """What a storage backend offers (see ``tensordict_storage_backends``).
+class PluginAPIVersionError(ValueError):
+    """A plugin made for other versions of the plugin API than this tensordict-core's."""
 
-    ``td.save(path, *args, backend=name, **kwargs)`` calls ``save(td, path, *args,
-    **kwargs)`` and ``TensorDict.load(path, *args, **kwargs)`` calls ``load(path, *args,
-    **kwargs)`` of the backend whose ``can_load(path)`` is true.
 
-    A backend may also offer ``from_schema(prototype, *, device=None, **kwargs)``, which
-    ``TensorDict.from_schema(..., storage=name, **kwargs)`` calls: a new collection stored
-    by the backend with the keys, shapes and dtypes of ``prototype`` (whose tensors are
-    zeros expanded from one element, so they take no memory), filled with zeros.
+def check_api_version(plugin: object, name: str | None = None) -> None:
+    """Raise :class:`PluginAPIVersionError` unless ``plugin`` works with this core's
+    :data:`PLUGIN_API_VERSION`: its ``TENSORDICT_PLUGIN_API`` (one version, or several)
+    must name it. A plugin that declares none is taken to work with any.
+
+    >>> import types
+    >>> check_api_version(types.SimpleNamespace(TENSORDICT_PLUGIN_API=(PLUGIN_API_VERSION,)))
+    >>> check_api_version(types.SimpleNamespace(TENSORDICT_PLUGIN_API=0), "old")
+    Traceback (most recent call last):
+        ...
+    tensordict.plugins.PluginAPIVersionError: tensordict plugin 'old' supports the plugin API
+    version(s) [0], but this tensordict-core provides version 1: install a version of ...
     """
-
-    def save(self, td: Any, path: Any, *args: Any, **kwargs: Any) -> Any:
-        """Write ``td`` under ``path`` and return the saved collection."""
-
-    def load(self, path: Any, *args: Any, **kwargs: Any) -> Any:
-        """Read the collection saved under ``path``."""
-
-    def can_load(self, path: Any) -> bool:
-        """Whether ``path`` holds data written by this backend."""
-
+    supported = getattr(plugin, "TENSORDICT_PLUGIN_API", None)
+    if supported is None:
+        return
+    versions = [supported] if isinstance(supported, int) else list(supported)
+    if PLUGIN_API_VERSION not in versions:
+        label = name if name is not None else getattr(plugin, "__name__", repr(plugin))
+        raise PluginAPIVersionError(
+            f"tensordict plugin {label!r} supports the plugin API version(s) {versions}, but "
+            f"this tensordict-core provides version {PLUGIN_API_VERSION}: install a version "
+            f"of the plugin made for it"
+        )
 
 
 class _Manager(pluggy.PluginManager):
@@ -173,6 +210,7 @@ class _Manager(pluggy.PluginManager):
         self._lock = threading.RLock()
 
     def register(self, plugin: object, name: str | None = None) -> str | None:
+        check_api_version(plugin, name)
         with self._lock:
             result = super().register(plugin, name)
             try:
@@ -414,7 +452,8 @@ def register(plugin: object, name: str | None = None) -> object:
     """Register ``plugin`` at run time and return it (for :func:`unregister`).
 
     Raises ValueError, and registers nothing, when the plugin claims a name another
-    plugin provides; a plugin whose hook raises is refused with that error.
+    plugin provides or supports other plugin API versions (:func:`check_api_version`);
+    a plugin whose hook raises is refused with that error.
     """
     manager = _manager()
     manager.load_entry_points()
@@ -460,15 +499,23 @@ def _resolve(value: Any) -> Any:
 
 
 def top_level_name(name: str) -> Any:
-    """The object a plugin exports as ``tensordict.<name>``; AttributeError if none."""
+    """The object a plugin exports as ``tensordict.<name>`` (a dotted ``name``: as an
+    attribute of that module of core); AttributeError if none.
+
+    >>> top_level_name("prototype.fx.no_such_name")
+    Traceback (most recent call last):
+        ...
+    AttributeError: module 'tensordict.prototype.fx' has no attribute 'no_such_name'
+    """
     names = _manager().merged("tensordict_top_level_names")
     if name in names:
         return _resolve(names[name])
     if name in PROVIDED_BY:
         raise MissingPluginError(install_hint(f"tensordict.{name}", PROVIDED_BY[name]))
-    if name in IMPORTABLE_WITHOUT_PLUGIN:
+    if name in _IMPORTABLE:
         return _missing_class(name)
-    raise AttributeError(f"module 'tensordict' has no attribute {name!r}")
+    module, _, attribute = f"tensordict.{name}".rpartition(".")
+    raise AttributeError(f"module {module!r} has no attribute {attribute!r}")
 
 
 class _MissingClassMeta(type):
@@ -476,7 +523,7 @@ class _MissingClassMeta(type):
     package to install; ``isinstance`` checks against it are simply False."""
 
     def _hint(cls) -> MissingPluginError:
-        extra = IMPORTABLE_WITHOUT_PLUGIN[cls.__name__]
+        extra = _IMPORTABLE[cls.__name__]
         return MissingPluginError(install_hint(f"tensordict.{cls.__name__}", extra))
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
@@ -513,9 +560,9 @@ def storage_backend(name: str) -> StorageBackend:
     backends = storage_backends()
     if name in backends:
         return backends[name]
-    if name in STORAGE_PROVIDED_BY:
+    if name in _BACKENDS:
         raise MissingPluginError(install_hint(f"the {name!r} storage backend",
-                                              STORAGE_PROVIDED_BY[name]))
+                                              _BACKENDS[name]))
     raise ValueError(f"unknown storage backend {name!r}; installed: {sorted(backends)}")
 
 

@@ -1,14 +1,13 @@
-"""``tensordict.prototype.fx``: tracing TensorDict modules (provided by tensordict-nn).
+"""``tensordict.prototype.fx``: tracing TensorDict modules (provided by tensordict-nn,
+as the top-level name ``prototype.fx.symbolic_trace`` of its plugin).
 
 >>> from tensordict.prototype.fx import symbolic_trace  # doctest: +SKIP
 """
 
 from typing import Any
 
+from tensordict import plugins
+
 
 def __getattr__(name: str) -> Any:
-    if name == "symbolic_trace":
-        from tensordict.nn import symbolic_trace
-
-        return symbolic_trace
-    raise AttributeError(f"module 'tensordict.prototype.fx' has no attribute {name!r}")
+    return plugins.top_level_name(f"prototype.fx.{name}")
