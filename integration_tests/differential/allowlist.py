@@ -429,15 +429,6 @@ ALLOWED.update(
             OURS_RAISES_LOST,
             _TC_BARE_AT_INDEX,
         ),
-        **_each(
-            [
-                f"tensorclass/{v}/copy_at_"
-                for v in ("self", "int", "slice", "tuple", "select", "exclude")
-                + ("ctx_flatten", "ctx_permute", "ctx_to_dtype", "ctx_unsqueeze")
-            ],
-            UP_RAISES,
-            "copy_at_ into a tensorclass writes (upstream's fast path raises)",
-        ),
         # Memory-mapped TensorDicts
         **_each(
             ["memmap/slice/*", "memmap/int_nested/unlock_"], OURS_RAISES_LOST, _MEMMAP_INDEX_LOCKED

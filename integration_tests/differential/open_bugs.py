@@ -31,40 +31,8 @@ from allowlist import (
 )
 
 OPEN: dict[str, str] = {
-    # another exception (54)
-    "dense/int_nested/update_at__str": EXCEPTION,
-    "dense/nested/update_at__str": EXCEPTION,
-    "dense/nested_int/update_at__str": EXCEPTION,
+    # another exception (22)
     "h5/nested_int/update__str": EXCEPTION,
-    "lazy/int_nested/update_at__str": EXCEPTION,
-    "lazy/nested_int/update_at__str": EXCEPTION,
-    "locked/nested/delitem_nested": EXCEPTION,
-    "locked/nested/update_at__str": EXCEPTION,
-    "memmap/int_nested/delitem_nested": EXCEPTION,
-    "memmap/int_nested/update_at__str": EXCEPTION,
-    "memmap/nested/delitem_nested": EXCEPTION,
-    "memmap/nested/update_at__str": EXCEPTION,
-    "named/nested/update_at__str": EXCEPTION,
-    "nested/int_nested/update_at__str": EXCEPTION,
-    "nested/nested/update_at__str": EXCEPTION,
-    "params/ctx_flatten/apply_": EXCEPTION,
-    "params/ctx_flatten_keys/apply_": EXCEPTION,
-    "params/ctx_flatten_keys/update_inplace": EXCEPTION,
-    "params/ctx_permute/apply_": EXCEPTION,
-    "params/ctx_to_dtype/update_inplace": EXCEPTION,
-    "params/ctx_unsqueeze/apply_": EXCEPTION,
-    "params/exclude/apply_": EXCEPTION,
-    "params/exclude/update_inplace": EXCEPTION,
-    "params/int/apply_": EXCEPTION,
-    "params/int_nested/apply_": EXCEPTION,
-    "params/int_nested/update_at__str": EXCEPTION,
-    "params/nested/apply_": EXCEPTION,
-    "params/nested/update_at__str": EXCEPTION,
-    "params/select/apply_": EXCEPTION,
-    "params/select/update_inplace": EXCEPTION,
-    "params/self/update_inplace": EXCEPTION,
-    "params/slice/apply_": EXCEPTION,
-    "params/tuple/apply_": EXCEPTION,
     "redis/int/copy_at_": EXCEPTION,
     "redis/mask/copy_at_": EXCEPTION,
     "redis/self/copy_at_": EXCEPTION,
@@ -148,7 +116,6 @@ OPEN: dict[str, str] = {
     "tensorclass/sub_td/update": UP_RAISES,
     "tensorclass/sub_td/update_ktu_creates": UP_RAISES,
     "zarr/self/update__stack": UP_RAISES,
-    # upstream raises, ours writes nothing (silent no-op) (2)
+    # upstream raises, ours writes nothing (silent no-op) (1)
     "redis_stack/nested_int/set_non_tensor": UP_RAISES_NO_OP,
-    "tensorclass/mask/copy_at_": UP_RAISES_NO_OP,
 }

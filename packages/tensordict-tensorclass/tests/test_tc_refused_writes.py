@@ -89,3 +89,25 @@ def test_non_tensor_writes_that_land_still_write():
     assert tc.s == "updated"
     tc.set("x", torch.zeros(3), inplace=True)
     assert tc.x.tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("view", [view for view in VIEWS if view != "int"])
+def test_copy_at_fast_path_refuses_a_tensorclass_as_upstream(view):
+    """``copy_at_(..., fast=True)`` takes plain TensorDicts only (upstream's rule): a
+    tensorclass destination raises before any write, even an index copy (``tc[mask]``),
+    where a write would land nowhere."""
+    tc = make()
+    before = state(tc)
+    target = VIEWS[view](tc)
+    source = target[0].apply(lambda x: x + 5)
+    with pytest.raises(RuntimeError, match="fast=False or update_at_"):
+        target.copy_at_(source, 0)
+    with pytest.raises(RuntimeError, match="fast=False or update_at_"):
+        target.copy_at_(source._tensordict, 0)
+    assert state(tc) == before
+
+
+def test_copy_at_slow_path_writes_into_a_tensorclass():
+    tc = make()
+    tc.copy_at_(tc[2].apply(lambda x: x + 5), 0, fast=False)
+    assert state(tc) == (["('n', 'x')", "n", "s", "x"], [7.0, 1.0, 2.0], "orig", [6.0, 1.0, 1.0])

@@ -340,7 +340,10 @@ class DictMixin(RestructureMixin, MetadataMixin):
         self.del_(key)
 
     def del_(self, key: NestedKey) -> Any:
-        """Delete the (nested) entry ``key``; returns self."""
+        """Delete the (nested) entry ``key``; returns self. A locked TensorDict raises
+        whatever the key (as upstream: the lock is checked first)."""
+        if self.is_locked:
+            raise errors.locked("delete an entry of a")
         path = key_to_path(key)
         self._parent_of(path, create=False)._del_str(path[-1])
         return self
@@ -562,8 +565,15 @@ class DictMixin(RestructureMixin, MetadataMixin):
             self._require_entries(source, ())
             self._set_at_index(idx, source)
             return self
+        try:
+            items = self._existing_items(input_dict_or_td, paths, clone)
+        except errors.MissingKeyError as err:
+            if all(isinstance(value, torch.Tensor) or is_tensor_collection(value)
+                   for _, value in _flat_items(input_dict_or_td)):
+                raise
+            raise errors.MissingKeyTypeError(*err.args) from None
         plan = WritePlan()
-        for _, path, _, value in self._existing_items(input_dict_or_td, paths, clone):
+        for _, path, _, value in items:
             plan.extend(self._plan_write_at(path, idx, value))
         plan.run()
         return self

@@ -28,6 +28,8 @@ from typing import Any
 
 import torch
 
+from tensordict.errors import InplaceWriteError
+
 _Tensor = torch.Tensor
 _requires_grad = attrgetter("requires_grad")
 #: whether a tensor of the given lists requires grad, in one torch call where it has one
@@ -87,18 +89,21 @@ def check_write(target: _Tensor, source: Any, key: Any, shape: Sequence[int] | N
 
 def check_target(target: _Tensor, key: Any, *, shared_ok: bool = False) -> None:
     """Raise, naming ``key``, if ``target`` cannot be written in place whatever the value:
-    a leaf that requires grad (with grad enabled), elements that share memory (an
-    expanded tensor; ``shared_ok`` for a fill, which writes one value), or an inference
-    tensor outside inference mode (torch would write it, then raise).
+    a leaf that requires grad or a view of one (with grad enabled: an
+    :class:`~tensordict.errors.InplaceWriteError`, as upstream's), elements that share
+    memory (an expanded tensor; ``shared_ok`` for a fill, which writes one value), or an
+    inference tensor outside inference mode (torch would write it, then raise).
 
     >>> check_target(torch.zeros(1).expand(2), "a")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     RuntimeError: cannot write in place into the entry 'a' of shape [2]: its elements ...
     """
-    if target.requires_grad and target.is_leaf and torch.is_grad_enabled():
-        raise RuntimeError(f"cannot write in place into the entry {key!r}: it is a leaf that "
-                           "requires grad (write under torch.no_grad())")
+    if target.requires_grad and torch.is_grad_enabled() and (
+            target.is_leaf or (target._is_view() and target._base.is_leaf)):
+        raise InplaceWriteError(f"cannot write in place into the entry {key!r}: it is a leaf "
+                                "that requires grad, or a view of one (write under "
+                                "torch.no_grad())")
     if not shared_ok and not target.is_contiguous() and any(  # only such a tensor can overlap
             stride == 0 and size > 1 for stride, size in zip(target.stride(), target.shape)):
         raise RuntimeError(f"cannot write in place into the entry {key!r} of shape "

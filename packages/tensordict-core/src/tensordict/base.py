@@ -48,6 +48,7 @@ from tensordict._options import (
 )
 from tensordict._restructure import KEY_SEPARATOR
 from tensordict._shapes import normalize_index
+from tensordict.errors import InplaceWriteError as _InplaceWriteError
 
 T = TypeVar("T", bound=TensorDictBase)
 
@@ -111,5 +112,5 @@ __all__ = [
     "get_defaults_to_none", "is_non_tensor", "is_tensor_collection", "is_tensorclass",
     "list_to_stack", "set_capture_non_tensor_stack", "set_get_defaults_to_none",
     "unravel_key", "unravel_key_list", "_NESTED_TENSORS_AS_LISTS", "_default_is_leaf",
-    "_is_leaf_nontensor", "_ACCEPTED_CLASSES",
+    "_is_leaf_nontensor", "_ACCEPTED_CLASSES", "_InplaceWriteError",
 ]

@@ -44,6 +44,12 @@ class MissingKeyError(KeyError):
         return str(self.args[0])
 
 
+class MissingKeyTypeError(MissingKeyError, TypeError):
+    """``update_at_`` of a value that is not a tensor (a str, a number) into an entry the
+    TensorDict lacks: a ``KeyError`` naming the key, and the ``TypeError`` upstream raises
+    for such a value before it looks the key up."""
+
+
 class KeyThroughLeafError(MissingKeyError, ValueError):
     """A nested key that goes through a leaf (a tensor has no entries). A ``KeyError``,
     and a ``ValueError`` as upstream's for reads.

@@ -88,8 +88,9 @@ class Wrapper:
     _tensordict: TensorDict
 
 #: Methods that take the whole collection (they must see the class, e.g. to record it on
-#: disk): TensorDict's function is called with the instance itself.
-ON_INSTANCE = frozenset({"save"})
+#: disk, or refuse it: ``copy_at_``'s fast path takes plain TensorDicts only, as
+#: upstream's): TensorDict's function is called with the instance itself.
+ON_INSTANCE = frozenset({"save", "copy_at_"})
 
 
 def _is_tensorclass(value: Any) -> bool:
