@@ -89,6 +89,8 @@ class NonTensorData(NonTensorDataBase):
 
     __slots__ = ("_cell", "_metadata", "_batch_size", "_device", "_names", "_is_locked")
     __dataclass_fields__ = _NonTensorFields.__dataclass_fields__
+    __dataclass_params__ = _NonTensorFields.__dataclass_params__  # type: ignore[attr-defined]
+    __match_args__ = _NonTensorFields.__match_args__
     fields = classmethod(deprecated_fields)
     #: Whether new leading dims (``unsqueeze``, ``expand``) give a NonTensorStack.
     _stacks = True
@@ -119,6 +121,20 @@ class NonTensorData(NonTensorDataBase):
     @data.setter
     def data(self, value: Any) -> None:
         self._cell[0] = value
+
+    @property  # type: ignore[override]
+    def __dict__(self) -> dict[str, Any]:  # type: ignore[override]
+        """What ``vars(data)`` gives: a new dict laid out as upstream's instance
+        attributes (the batch as an empty TensorDict, the fields in ``_non_tensordict``).
+
+        >>> vars(NonTensorData("hi"))["_non_tensordict"]
+        {'data': 'hi', '_metadata': None, '_is_non_tensor': True}
+        """
+        return {"_tensordict": classes.TensorDict._from_entries(
+                    {}, self._batch_size, self._device, self._names),
+                "_non_tensordict": {"data": self.data, "_metadata": self._metadata,
+                                    "_is_non_tensor": True},
+                "_is_initialized": True}
 
     @property
     def batch_size(self) -> torch.Size:
