@@ -45,10 +45,16 @@ from tensordict._repr import (
     _dtype_abbreviation,
     _indent,
     _sizes,
+    _verbose_entry,
     block_text,
     compact_entries,
+    compact_head,
     compact_layout,
     compact_repr,
+    fields_block,
+    sorted_keys,
+    verbose_layout,
+    verbose_tail,
 )
 from tensordict._restructure import KEY_SEPARATOR, _key_tree
 from tensordict._update_keys import KeyPaths
@@ -384,7 +390,7 @@ def _leaf_value(stack: Any, key: str, ndim: int) -> tuple[str, Block | None]:
 
 def _entries(stack: Any) -> list[Entry]:
     ndim = len(stack.batch_size)
-    return [(key, *_leaf_value(stack, key, ndim)) for key in sorted(stack._keys_str())]
+    return [(key, *_leaf_value(stack, key, ndim)) for key in sorted_keys(stack._keys_str())]
 
 
 def _part_entry(index: int, td: Any, keys: list[str]) -> Entry:
@@ -400,7 +406,7 @@ def _exclusive(stack: Any) -> dict[int, list[str]]:
     common = set(stack._keys_str())
     out: dict[int, list[str]] = {}
     for i, td in enumerate(stack.tensordicts):
-        extra = sorted(set(td._keys_str()) - common)
+        extra = sorted_keys([key for key in td._keys_str() if key not in common])
         if extra:
             out[i] = extra
     return out
@@ -409,10 +415,8 @@ def _exclusive(stack: Any) -> dict[int, list[str]]:
 def _compact(stack: Any) -> str:
     if not stack.tensordicts:
         return compact_repr(stack)
-    head = f"{type(stack).__name__}(batch_size={_sizes(stack.batch_size)}"
-    if stack.device is not None:
-        head += f", device={stack.device}"
-    head += f", stack_dim={stack.stack_dim}"
+    head = compact_head(type(stack).__name__, stack.batch_size, stack.device,
+                        f"stack_dim={stack.stack_dim}")
     groups = [("fields", _entries(stack))]
     exclusive = [_part_entry(i, stack.tensordicts[i], keys)
                  for i, keys in _exclusive(stack).items()]
@@ -421,38 +425,32 @@ def _compact(stack: Any) -> str:
     return compact_layout(head, groups)
 
 
-def _verbose_leaf(sample: torch.Tensor, shape: torch.Size) -> str:
-    return (f"Tensor(shape={shape}, device={sample.device}, dtype={sample.dtype}, "
-            f"is_shared={sample.is_shared()})")
+#: the print options whose text needs the stacked values, not one part's
+_FROM_VALUES = ("plain", "show_storage_size", "show_is_view", "show_is_contiguous")
 
 
 def _verbose(stack: Any) -> str:
+    options = get_printoptions()
+    stacked = any(options[name] for name in _FROM_VALUES)
     entries = []
-    for key in sorted(stack._keys_str()):
+    for key in sorted_keys(stack._keys_str()):
         sample = stack._peek_str(key)
-        if isinstance(sample, torch.Tensor):
-            text = _verbose_leaf(sample, stack.get_item_shape(key))
-        else:
+        if not isinstance(sample, torch.Tensor):
             text = repr(stack._get_str(key))
+        elif stacked:
+            text = _verbose_entry(stack._get_str(key))
+        else:
+            text = _verbose_entry(sample, stack.get_item_shape(key))
         entries.append(f"{key}: {text}")
     exclusive = []
     for i, keys in _exclusive(stack).items():
         td = stack.tensordicts[i]
-        lines = []
-        for key in keys:
-            value = td._get_str(key)
-            text = _verbose_leaf(value, value.shape) if isinstance(value, torch.Tensor) \
-                else repr(value)
-            lines.append(f"{key}: {text}")
-        exclusive.append(f"{i} ->\n    " + _indent(",\n".join(lines)))
-    fields = _indent(",\n".join(entries), 8)
-    excl = _indent("\n" + ",\n".join(exclusive), 8) if exclusive else "\n    "
-    return (
-        f"{type(stack).__name__}(\n    fields={{\n        {fields}}},\n"
-        f"    exclusive_fields={{{excl}}},\n"
-        f"    batch_size={stack.batch_size},\n    device={stack.device},\n"
-        f"    is_shared=False,\n    stack_dim={stack.stack_dim})"
-    )
+        lines = ",\n".join([f"{key}: {_verbose_entry(td._get_str(key))}" for key in keys])
+        exclusive.append(f"{i} ->\n    " + _indent(lines))
+    return verbose_layout(type(stack).__name__, [
+        fields_block("fields", entries), fields_block("exclusive_fields", exclusive),
+        *verbose_tail(stack.batch_size, stack.device, lambda: False),
+        f"stack_dim={stack.stack_dim}"])
 
 
 def lazy_repr(stack: Any) -> str:

@@ -49,7 +49,21 @@ def _from_env(variable: str) -> bool | None:
 
 _STATE: dict[str, Any] = {name: _from_env(env) for name, (_, env) in _BOOL_OPTIONS.items()}
 _STATE["get_defaults_to_none"] = True
-_STATE["printoptions"] = {"compact": True}
+#: upstream's print options and their defaults (see ``set_printoptions``)
+_PRINT_DEFAULTS: dict[str, Any] = {
+    "show_batch_size": True, "show_device": True, "show_is_shared": True, "show_shape": True,
+    "show_field_device": True, "show_dtype": True, "show_field_is_shared": True,
+    "show_grad": False, "show_is_contiguous": False, "show_is_view": False,
+    "show_storage_size": False, "plain": False, "sort_keys": "alphabetical", "compact": True,
+    "html": True,
+}
+#: the options the compact layout shows; giving any other one selects the verbose layout
+_COMPACT_OPTIONS = frozenset({"show_batch_size", "show_device", "show_dtype", "sort_keys",
+                              "html", "compact"})
+#: what ``verbose=False`` turns off
+_QUIET = ("show_device", "show_is_shared", "show_field_device", "show_dtype",
+          "show_field_is_shared")
+_STATE["printoptions"] = dict(_PRINT_DEFAULTS)
 
 
 class _Switch:
@@ -196,8 +210,26 @@ def get_defaults_to_none() -> bool:
 
 
 class set_printoptions(_Switch):
-    """Choose the repr layout: compact (default) or the verbose multi-line one. Options not
-    passed keep the value they have when the switch is applied.
+    """Choose what reprs show. Options not passed keep the value they have when the
+    switch is applied.
+
+    Args:
+        verbose: False turns off ``show_device``, ``show_is_shared``,
+            ``show_field_device``, ``show_dtype`` and ``show_field_is_shared`` (the
+            options given override it).
+        compact: the one-line layout (``fields={a: f32[3]}``) or the verbose one.
+        show_batch_size, show_device, show_dtype: the collection's batch size and
+            device, the leaves' dtypes (both layouts).
+        sort_keys: ``"alphabetical"`` sorts the fields, any other value keeps their
+            insertion order.
+        html: accepted (the notebook layout).
+        show_shape, show_field_device, show_field_is_shared, show_is_shared, show_grad,
+            show_is_contiguous, show_is_view, show_storage_size, plain: details of the
+            verbose layout (``plain`` adds mean and std, or min and max, of each
+            leaf). Giving one of them without ``compact`` selects the verbose layout.
+
+    Raises:
+        TypeError: an unknown option.
 
     >>> import torch, tensordict
     >>> td = tensordict.TensorDict(a=torch.zeros(2))
@@ -209,19 +241,44 @@ class set_printoptions(_Switch):
         batch_size=torch.Size([]),
         device=None,
         is_shared=False)
+    >>> with tensordict.set_printoptions(show_field_device=False, show_is_shared=False):
+    ...     print(td)
+    TensorDict(
+        fields={
+            a: Tensor(shape=torch.Size([2]), dtype=torch.float32, is_shared=False)},
+        batch_size=torch.Size([]),
+        device=None)
     """
 
     _option = "printoptions"
 
-    def __init__(self, *, compact: bool | None = None) -> None:
-        self._kwargs = {} if compact is None else {"compact": bool(compact)}
+    def __init__(self, *, verbose: bool = True, **kwargs: Any) -> None:
+        unknown = kwargs.keys() - _PRINT_DEFAULTS.keys()
+        if unknown:
+            raise TypeError(f"Unknown printoptions: {unknown}. Valid options: "
+                            f"{sorted(_PRINT_DEFAULTS)}")
+        self.verbose = verbose
+        self._kwargs = kwargs
 
     def clone(self) -> set_printoptions:
         """A new switch with the same options."""
-        return set_printoptions(**self._kwargs)
+        return set_printoptions(verbose=self.verbose, **self._kwargs)
 
     def _value(self) -> dict[str, Any]:
-        return {**_STATE["printoptions"], **self._kwargs}
+        given = self._kwargs
+        quiet = {} if self.verbose else dict.fromkeys(_QUIET, False)
+        layout = {} if "compact" in given or given.keys() <= _COMPACT_OPTIONS else \
+            {"compact": False}
+        return {**_STATE["printoptions"], **quiet, **given, **layout}
+
+
+def print_option(name: str) -> Any:
+    """The current value of one print option (no copy made).
+
+    >>> print_option("compact")
+    True
+    """
+    return _STATE["printoptions"][name]
 
 
 def get_printoptions() -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""How TensorDicts print: compact by default, verbose with ``set_printoptions(compact=False)``.
+"""How TensorDicts print: compact by default, verbose with ``set_printoptions(compact=False)``;
+the other print options (see ``set_printoptions``) choose what each layout shows.
 
 Example:
     >>> import torch
@@ -15,7 +16,7 @@ import torch
 
 from tensordict._helpers import _shape
 from tensordict._nontensor import MetaData, NonTensorData
-from tensordict._options import get_printoptions
+from tensordict._options import get_printoptions, print_option
 from tensordict._unbatched import UnbatchedTensor
 
 _LINE_WIDTH = 80
@@ -27,6 +28,8 @@ _DTYPE_ABBREVIATIONS = {
 
 
 def _dtype_abbreviation(dtype: torch.dtype) -> str:
+    if not print_option("show_dtype"):
+        return ""
     text = _DTYPE_ABBREVIATIONS.get(dtype)
     return str(dtype).removeprefix("torch.") if text is None else text
 
@@ -78,12 +81,38 @@ def _compact_value(value: Any, batch_ndim: int, device: torch.device | None
     return block_text(block), block
 
 
+def sorted_keys(keys: Any) -> list[str]:
+    """``keys`` in the order reprs list them: sorted as their ``key: ...`` lines (with
+    ``sort_keys="alphabetical"``, the default), else as given.
+
+    >>> sorted_keys(["b", "a2", "a"])
+    ['a2', 'a', 'b']
+    """
+    if print_option("sort_keys") == "alphabetical":
+        return sorted(keys, key=lambda key: key + ":")
+    return list(keys)
+
+
 def compact_entries(td: Any) -> list[Entry]:
-    """The compact fields of ``td``, sorted by key."""
+    """The compact fields of ``td``, in :func:`sorted_keys` order."""
     ndim = len(td.batch_size)
     device = td.device
     return [(key, *_compact_value(td._get_str(key), ndim, device))
-            for key in sorted(td._keys_str())]
+            for key in sorted_keys(td._keys_str())]
+
+
+def compact_head(name: str, batch_size: torch.Size, device: Any, *extra: str) -> str:
+    """``Name(batch_size=[3], device=cpu, *extra`` as the print options show it.
+
+    >>> compact_head("TensorDict", torch.Size([3]), None, "stack_dim=0")
+    'TensorDict(batch_size=[3], stack_dim=0'
+    """
+    parts = []
+    if print_option("show_batch_size"):
+        parts.append(f"batch_size={_sizes(batch_size)}")
+    if device is not None and print_option("show_device"):
+        parts.append(f"device={device}")
+    return f"{name}(" + ", ".join([*parts, *extra])
 
 
 def _joined(entries: list[Entry]) -> str:
@@ -127,29 +156,31 @@ def compact_layout(head: str, groups: list[tuple[str, list[Entry]]]) -> str:
             a: f32[],
             b: {c: i64[]}})
     """
-    line = head + "".join([f", {name}={{{_joined(entries)}}}" for name, entries in groups]) + ")"
+    first = "" if head.endswith("(") else ", "  # (a head showing nothing)
+    line = head + first + ", ".join([f"{name}={{{_joined(entries)}}}"
+                                     for name, entries in groups]) + ")"
     if len(line) <= _LINE_WIDTH:
         return line
     out = [head]
     last = len(groups) - 1
     for i, (name, entries) in enumerate(groups):
         end = ")" if i == last else ""
-        flat = f", {name}={{{_joined(entries)}}}{end}"
-        if not entries or (i and len(out[-1]) + len(flat) <= _LINE_WIDTH):
+        sep = ", " if i else first
+        flat = f"{sep}{name}={{{_joined(entries)}}}{end}"
+        # before a later group, upstream keeps room for its opening and one more character
+        reserve = 0 if i == last else len(groups[i + 1][0]) + 5
+        if not entries or len(out[-1]) + len(flat) + reserve <= _LINE_WIDTH:
             out[-1] += flat
             continue
-        out[-1] += f", {name}={{"
-        # before a later group, upstream keeps room for its opening and one more character
-        _lines(entries, 4, "}" + end, out, 0 if i == last else len(groups[i + 1][0]) + 5)
+        out[-1] += f"{sep}{name}={{"
+        _lines(entries, 4, "}" + end, out, reserve)
     return "\n".join(out)
 
 
 def compact_repr(td: Any) -> str:
     """``TensorDict(batch_size=[3], fields={a: f32[4]})``, one field a line when long."""
-    head = f"{type(td).__name__}(batch_size={_sizes(td.batch_size)}"
-    if td.device is not None:
-        head += f", device={td.device}"
-    return compact_layout(head, [("fields", compact_entries(td))])
+    return compact_layout(compact_head(type(td).__name__, td.batch_size, td.device),
+                          [("fields", compact_entries(td))])
 
 
 def _indent(text: str, spaces: int = 4) -> str:
@@ -161,29 +192,104 @@ def _indent(text: str, spaces: int = 4) -> str:
     return text.replace("\n", "\n" + " " * spaces)
 
 
-def _verbose_entry(value: Any) -> str:
-    """One entry of the verbose repr.
+def _verbose_entry(value: Any, shape: torch.Size | None = None) -> str:
+    """One entry of the verbose repr (a tensor's details as the print options choose;
+    ``shape``: the one to show, if not the tensor's).
 
     >>> _verbose_entry(torch.zeros(2))
     'Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.float32, is_shared=False)'
     """
-    if isinstance(value, torch.Tensor):
-        return (f"{type(value).__name__}(shape={value.shape}, device={value.device}, "
-                f"dtype={value.dtype}, is_shared={value.is_shared()})")
-    return repr(value)  # NonTensorStack's repr is the verbose layout already
+    if not isinstance(value, torch.Tensor):
+        return repr(value)  # NonTensorStack's repr is the verbose layout already
+    options = get_printoptions()
+    parts = []
+    if options["show_shape"]:
+        parts.append(f"shape={value.shape if shape is None else shape}")
+    if options["show_field_device"]:
+        parts.append(f"device={value.device}")
+    if options["show_dtype"]:
+        parts.append(f"dtype={value.dtype}")
+    if options["show_field_is_shared"]:
+        parts.append(f"is_shared={value.is_shared()}")
+    if options["show_grad"]:
+        parts.append(f"requires_grad={value.requires_grad}")
+    if options["show_is_contiguous"]:
+        parts.append(f"is_contiguous={value.is_contiguous()}")
+    if options["show_is_view"]:
+        parts.append(f"is_view={value._is_view()}")
+    if options["show_storage_size"]:
+        parts.append(f"storage_size={value.untyped_storage().nbytes()}")
+    if options["plain"]:
+        parts.append(_summary(value))
+    return f"{type(value).__name__}({', '.join(parts)})"
+
+
+def _summary(tensor: torch.Tensor) -> str:
+    """``mean=..., std=...`` of a floating or complex tensor (4 significant digits),
+    ``min=..., max=...`` of another, ``[]`` when empty.
+
+    >>> _summary(torch.tensor([1., 2., 4.])), _summary(torch.tensor([1, 5]))
+    ('mean=2.333, std=1.528', 'min=1, max=5')
+    """
+    if not tensor.numel():
+        return "[]"
+    if tensor.is_floating_point() or tensor.is_complex():
+        if tensor.element_size() < 4:  # half precision: summed in float32
+            tensor = tensor.float()
+        std = tensor.std().item() if tensor.numel() > 1 else float("nan")
+        return f"mean={tensor.mean().item():.4g}, std={std:.4g}"
+    return f"min={tensor.min().item()}, max={tensor.max().item()}"
+
+
+def verbose_tail(batch_size: torch.Size, device: Any, is_shared: Any) -> list[str]:
+    """The ``batch_size=``, ``device=`` and ``is_shared=`` lines of a verbose repr that
+    the print options show (``is_shared``: called only when shown).
+
+    >>> verbose_tail(torch.Size([2]), None, lambda: False)
+    ['batch_size=torch.Size([2])', 'device=None', 'is_shared=False']
+    """
+    options = get_printoptions()
+    lines = []
+    if options["show_batch_size"]:
+        lines.append(f"batch_size={batch_size}")
+    if options["show_device"]:
+        lines.append(f"device={device}")
+    if options["show_is_shared"]:
+        lines.append(f"is_shared={is_shared()}")
+    return lines
+
+
+def fields_block(name: str, lines: list[str]) -> str:
+    """``name={`` and ``lines``, one a line, as a verbose repr lists its fields.
+
+    >>> print(fields_block("fields", ["a: 1", "b: 2"]))
+    fields={
+        a: 1,
+        b: 2}
+    """
+    if not lines:
+        return f"{name}={{\n}}"
+    return f"{name}={{\n    " + _indent(",\n".join(lines)) + "}"
+
+
+def verbose_layout(name: str, parts: list[str]) -> str:
+    """``Name(`` and ``parts``, one a line, indented.
+
+    >>> print(verbose_layout("T", ["batch_size=torch.Size([])", "device=None"]))
+    T(
+        batch_size=torch.Size([]),
+        device=None)
+    """
+    return f"{name}(\n    " + _indent(",\n".join(parts)) + ")"
 
 
 def verbose_repr(td: Any) -> str:
     """The multi-line layout of ``set_printoptions(compact=False)``."""
-    fields = ",\n".join(
-        f"{key}: {_verbose_entry(td._get_str(key))}" for key in sorted(td._keys_str())
-    )
-    fields = _indent(fields, 8)
-    return (
-        f"{type(td).__name__}(\n    fields={{\n        {fields}}},\n"
-        f"    batch_size={td.batch_size},\n    device={td.device},\n"
-        f"    is_shared={_is_shared(td)})"
-    )
+    fields = [f"{key}: {_verbose_entry(td._get_str(key))}"
+              for key in sorted_keys(td._keys_str())]
+    return verbose_layout(type(td).__name__, [
+        fields_block("fields", fields),
+        *verbose_tail(td.batch_size, td.device, lambda: _is_shared(td))])
 
 
 def _is_shared(td: Any) -> bool:
