@@ -205,8 +205,9 @@ def _restructure_parts(td: Any, method: str, args: tuple[Any, ...],
 def _split_along(td: Any, dim: int, sizes: list[int]) -> tuple[Any, ...]:
     starts = [sum(sizes[:i]) for i in range(len(sizes))]
     if td.__class__ is classes.LazyStackedTensorDict and dim == td.stack_dim:
-        parts = td.tensordicts  # stacks of runs of the parts, as slicing gives
-        pieces = tuple(td._from_entries(parts[a:a + n], dim, td._stack_dim_name)
+        parts, batch = td.tensordicts, td.batch_size  # stacks of runs of the parts
+        pieces = tuple(td._from_entries(parts[a:a + n], dim, td._stack_dim_name) if n else
+                       type(td)(batch_size=batch[:dim] + (0,) + batch[dim + 1:], stack_dim=dim)
                        for a, n in zip(starts, sizes))
     else:
         batch = td.batch_size

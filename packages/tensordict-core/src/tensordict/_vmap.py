@@ -16,8 +16,10 @@ mapped over one of its batch dims, or not mapped, goes as one unit:
 * a plain TensorDict returned with an ``out_dims`` within its batch dims gets the dim
   back in one traversal, the batch size gaining it.
 
-Everything else (non-tensor data, lazy stacks, tensorclasses, ``in_dims`` given per leaf,
-dims past the batch dims) takes the pytree route, which gives the same results. Dynamo
+TensorDicts holding lazy stacks, and lazy stacks, go as one unit the same way, by
+:mod:`tensordict._vmap_lazy` (over a stack dim or another dim, in and out). Everything
+else (non-tensor data, tensorclasses, ``in_dims`` given per leaf, dims past the batch dims)
+takes the pytree route, which gives the same results. Dynamo
 traces the one-unit route too, so inside ``torch.compile`` a plain TensorDict keeps its
 batch dims (the pytree route there can only follow the leaves' shapes). The output step
 also says which vmap level is being left (so the pytree route counts leaves made inside
@@ -43,6 +45,7 @@ from typing import Any
 import torch
 from torch._functorch import vmap as _vmap_impl
 
+from tensordict import _vmap_lazy
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._unbatched import UnbatchedTensor
 
@@ -66,6 +69,12 @@ def _plain(td: Any) -> bool:
         elif not isinstance(value, _Tensor) or value.__class__ is UnbatchedTensor:
             return False
     return True
+
+
+def _unit(td: Any) -> bool:
+    """Whether ``td`` goes through ``vmap`` as one unit: a plain TensorDict, or a
+    TensorDict or lazy stack holding lazy stacks (see :mod:`tensordict._vmap_lazy`)."""
+    return _plain(td) or _vmap_lazy.holds_lazy(td) is not None
 
 
 def _dropped(names: tuple[str | None, ...] | None, dim: int) -> tuple[str | None, ...] | None:
@@ -92,6 +101,9 @@ def _leave(td: Any, out_dim: int, level: int, size: int) -> Any:
         None if names is None else names[:out_dim] + (None,) + names[out_dim:],
         NO_DEFAULT, False)
 
+
+#: the classes that may go through ``vmap`` as one unit
+_UNITS: set[type] = set()
 
 _STAND_INS: dict[tuple[torch.Size, int], _Tensor] = {}
 
@@ -121,11 +133,11 @@ def _process_whole(process: Callable[..., Any]) -> Callable[..., Any]:
         stand_ins: list[tuple[_Tensor, Any]] = []
         if len(dims) == len(args):
             for position, (arg, dim) in enumerate(zip(args, dims)):
-                if arg.__class__ is not classes.TensorDict:
+                if arg.__class__ not in _UNITS:
                     continue
                 ndim = len(arg._batch_size)
                 if (dim is None or (dim.__class__ is int and -ndim <= dim < ndim)) \
-                        and _plain(arg):
+                        and _unit(arg):
                     stand_in = _stand_in(arg._batch_size, len(stand_ins))
                     if not stand_ins:
                         args = list(args)
@@ -148,13 +160,18 @@ def _create_whole(create: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(create)
     def create_batched_inputs(flat_in_dims: list[int | None], flat_args: list[Any],
                               vmap_level: int, args_spec: Any) -> Any:
-        if any(arg.__class__ is classes.TensorDict for arg in flat_args):
+        _vmap_lazy.start_level(vmap_level)
+        if any(arg.__class__ in _UNITS for arg in flat_args):
             flat_in_dims, flat_args = list(flat_in_dims), list(flat_args)
             for index, arg in enumerate(flat_args):
-                if arg.__class__ is classes.TensorDict:
+                if arg.__class__ in _UNITS:
                     dim = flat_in_dims[index]
-                    flat_args[index] = arg.copy() if dim is None else \
-                        _enter(arg, dim, vmap_level)
+                    if dim is None:
+                        flat_args[index] = arg.copy()
+                    else:
+                        dim %= len(arg._batch_size)
+                        flat_args[index] = _enter(arg, dim, vmap_level) if _plain(arg) else \
+                            _vmap_lazy.enter(arg, dim, vmap_level)
                     flat_in_dims[index] = None
         return create(flat_in_dims, flat_args, vmap_level, args_spec)
 
@@ -174,20 +191,36 @@ class _NamedByClass:
 
 
 def _unwrap_whole(unwrap: Callable[..., Any]) -> Callable[..., Any]:
-    """The output step: a plain TensorDict returned with an ``out_dims`` within its batch
-    dims unbatched in one traversal; else the pytree route, told the level being left,
-    with ``out_dims=(d,)`` read as ``d`` for one tensor collection and a function without a
-    ``__name__`` named by its class (see :class:`_NamedByClass`)."""
+    """The output step: the writes made into lazy stacks mapped over their stack dim are
+    brought back (:func:`tensordict._vmap_lazy.write_back`); a unit returned (alone or in a
+    tuple) with an ``out_dims`` within its batch dims is unbatched in one traversal; else
+    the pytree route, told the level being left, with ``out_dims=(d,)`` read as ``d`` for one
+    tensor collection and a function without a ``__name__`` named by its class (see
+    :class:`_NamedByClass`)."""
 
     @functools.wraps(unwrap)
     def unwrap_batched(outputs: Any, out_dims: Any, vmap_level: int, batch_size: int,
                        func: Any) -> Any:
+        mapped = _vmap_lazy.write_back(vmap_level, batch_size) \
+            if vmap_level in _vmap_lazy.MAPPED else None
+        if outputs.__class__ is tuple and (out_dims.__class__ is int or (
+                out_dims.__class__ is tuple and len(out_dims) == len(outputs))) and \
+                any(output.__class__ in _UNITS for output in outputs):
+            dims = out_dims if out_dims.__class__ is tuple else (out_dims,) * len(outputs)
+            return tuple(unwrap_one(output, dim, vmap_level, batch_size, func, mapped)
+                         for output, dim in zip(outputs, dims))
+        return unwrap_one(outputs, out_dims, vmap_level, batch_size, func, mapped)
+
+    def unwrap_one(outputs: Any, out_dims: Any, vmap_level: int, batch_size: int, func: Any,
+                   mapped: dict[int, Any] | None) -> Any:
         if out_dims.__class__ is tuple and len(out_dims) == 1 and is_tensor_collection(outputs):
             out_dims = out_dims[0]
-        if outputs.__class__ is classes.TensorDict and out_dims.__class__ is int and \
-                0 <= out_dims <= len(outputs._batch_size) and \
-                _plain(outputs):
-            return _leave(outputs, out_dims, vmap_level, batch_size)
+        if outputs.__class__ in _UNITS and out_dims.__class__ is int and \
+                0 <= out_dims <= len(outputs._batch_size):
+            if mapped is None and _plain(outputs):
+                return _leave(outputs, out_dims, vmap_level, batch_size)
+            if _unit(outputs):
+                return _vmap_lazy.leave(outputs, out_dims, vmap_level, batch_size, mapped or {})
         if not hasattr(func, "__name__"):
             func = _NamedByClass(func)
         LEAVING.append(vmap_level)
@@ -202,6 +235,7 @@ def _unwrap_whole(unwrap: Callable[..., Any]) -> Callable[..., Any]:
 def wrap_functorch_steps() -> None:
     """Wrap vmap's input, batching and output steps (once, by ``tensordict``'s
     ``__init__``)."""
+    _UNITS.update((classes.TensorDict, classes.LazyStackedTensorDict))
     for name, wrap in (("_process_batched_inputs", _process_whole),
                        ("_create_batched_inputs", _create_whole),
                        ("_unwrap_batched", _unwrap_whole)):
