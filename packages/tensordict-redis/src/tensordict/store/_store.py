@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from tensordict import NonTensorData, TensorDict, TensorDictBase, errors, is_tensor_collection
-from tensordict._metadata import LOCKED_BY_PARENT
+from tensordict.extending import LOCKED_BY_PARENT
 from tensordict.base import NO_DEFAULT
 from tensordict.storage import (
     IndexView,
