@@ -33,9 +33,9 @@ from tensordict import capture_non_tensor_stack as capture_non_tensor_stack
 from tensordict import is_tensor_collection as is_tensor_collection
 from tensordict import is_tensorclass as is_tensorclass
 from tensordict import list_to_stack as list_to_stack
-from tensordict._torch_function import HANDLED as TD_HANDLED_FUNCTIONS  # noqa: F401
 from tensordict.base import NO_DEFAULT as NO_DEFAULT
 from tensordict.base import CompatibleType as CompatibleType
+from tensordict.extending import TORCH_FUNCTIONS as TD_HANDLED_FUNCTIONS  # noqa: F401
 from tensordict.tensorclasses import TensorAttrs, TensorClass, from_dataclass, tensorclass
 from tensordict.utils import expand_as_right as expand_as_right
 from tensordict.utils import warn_deprecated as warn_deprecated

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from tensordict._restricted_pickle import UnsafePickleError, loads_data
+from tensordict.extending import UnsafePickleError, loads_data
 
 #: First word of every TensorDict header ("TDIC").
 MAGIC = 0x54444943

@@ -37,10 +37,8 @@ from typing import Any
 
 import torch
 
-from tensordict._nested_key import key_to_path
-from tensordict._nontensor import NonTensorData, NonTensorStack
-from tensordict._restricted_pickle import UnsafePickleError, loads_data
-from tensordict._shapes import as_device
+from tensordict import NonTensorData, NonTensorStack
+from tensordict.extending import UnsafePickleError, as_device, key_to_path, loads_data
 from tensordict.memmap import _archive, _atomic, _fake, _jsonsafe, _layout, _nested, _tensor
 from tensordict.memmap._tensor import MemoryMappedTensor
 
@@ -153,7 +151,7 @@ _INT = frozenset({int})
 
 
 def _load_tensordict(folder: str, meta: dict[str, Any], ctx: _Context, where: str) -> Any:
-    from tensordict._td import TensorDict
+    from tensordict import TensorDict
 
     batch_size = _size(meta.get("shape"), where)
     device = ctx.device if ctx.device is not None else as_device(meta.get("device"))

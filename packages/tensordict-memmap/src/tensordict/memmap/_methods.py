@@ -22,9 +22,8 @@ from typing import Any
 
 import torch
 
-from tensordict._metadata import unlock_tree
-from tensordict._nested_key import NestedKey, key_to_path
-from tensordict._td import TensorDict
+from tensordict import NestedKey, TensorDict
+from tensordict.extending import key_to_path, unlock_tree
 from tensordict.memmap import _archive, _layout, _load, _save, _state
 from tensordict.memmap._tensor import MemoryMappedTensor
 
@@ -214,7 +213,7 @@ def _unlocked(collection: Any) -> Iterator[None]:
 
 def _adopt(old: Any, new: Any) -> Any:
     """Make ``old`` hold ``new``'s entries, keeping the identity of every sub-collection."""
-    from tensordict._td import TensorDict
+    from tensordict import TensorDict
 
     what = _state.kind(old)
     if what in ("nontensor", "nontensorstack"):  # nothing memory-mapped to adopt

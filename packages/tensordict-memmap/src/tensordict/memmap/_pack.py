@@ -23,9 +23,7 @@ from typing import Any
 
 import torch
 
-from tensordict._nested_key import NestedKey
-from tensordict._nontensor import NonTensorData, NonTensorStack
-from tensordict._td import TensorDict
+from tensordict import NestedKey, NonTensorData, NonTensorStack, TensorDict
 from tensordict.memmap import _state
 
 

@@ -33,12 +33,12 @@ from typing import Any
 
 import torch
 
-from tensordict._futures import TensorDictFuture
-from tensordict._stack import typed_hook, typed_like
+from tensordict.extending import typed_hook, typed_like
 from tensordict.memmap import _atomic, _fake, _layout, _nested, _state, _tensor
 from tensordict.memmap import _saved_non_tensor as _saved
 from tensordict.memmap._shared_non_tensor import SharedNonTensorData
 from tensordict.memmap._tensor import MemoryMappedTensor
+from tensordict.utils import TensorDictFuture
 
 _CPU = torch.device("cpu")
 _NAME_MAX = 255
@@ -387,7 +387,7 @@ def _build_tree(node: _Node) -> Any:
 def _build(node: _Node, built: dict[Any, Any]) -> Any:
     value = node.value
     if node.kind == "tensordict":
-        from tensordict._td import TensorDict
+        from tensordict import TensorDict
 
         names = value.names
         td = TensorDict._from_entries(built, value.batch_size, _CPU,

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from tensordict._nontensor import NonTensorData
+from tensordict import NonTensorData
 from tensordict.memmap import _jsonsafe, _layout
 
 _UNSET = object()  # the value NonTensorData.__init__ stores: leaves meta.json as it is

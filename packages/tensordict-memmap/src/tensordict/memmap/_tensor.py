@@ -30,8 +30,7 @@ from typing import Any
 
 import torch
 
-from tensordict._setitem import WRITABLE_AS_TENSOR
-from tensordict._traverse import is_row_index
+from tensordict.extending import WRITABLE_AS_TENSOR, is_row_index
 from tensordict.memmap import _fake
 
 __all__ = ["MemoryMappedTensor"]

@@ -9,6 +9,9 @@ from typing import Any
 
 from tensordict.plugins import hookimpl
 
+#: the versions of the plugin API this plugin works with (checked when it registers)
+TENSORDICT_PLUGIN_API = (1,)
+
 
 @hookimpl
 def tensordict_top_level_names() -> dict[str, Any]:
@@ -17,4 +20,5 @@ def tensordict_top_level_names() -> dict[str, Any]:
         "TensorClassModuleBase": "tensordict.nn.tensorclass_module:TensorClassModuleBase",
         "TensorClassModuleWrapper": "tensordict.nn.tensorclass_module:TensorClassModuleWrapper",
         "as_tensordict_module": "tensordict.nn.common:as_tensordict_module",
+        "prototype.fx.symbolic_trace": "tensordict.nn.fx:symbolic_trace",
     }

@@ -27,10 +27,9 @@ from tensordict import (
     TensorDictBase,
     is_non_tensor,
 )
-from tensordict._base import NO_DEFAULT
-from tensordict._functional import _STACKED_UNINITIALIZED
-from tensordict._pointwise import PointwiseMixin
-from tensordict._torch_function import TorchFunctionMixin
+from tensordict.base import NO_DEFAULT
+from tensordict.extending import MATH_MIXINS
+from tensordict.extending import STACKED_UNINITIALIZED as _STACKED_UNINITIALIZED
 from tensordict.utils import acts_as_tensordict
 
 __all__ = ["TensorDictParams"]
@@ -487,7 +486,7 @@ def _forward_shared_methods(cls: type[TensorDictParams]) -> None:
     ``type``...) and its own math (PointwiseMixin, TorchFunctionMixin)."""
     mro = TensorDictBase.__mro__
     shared = [k for k in mro[1:mro.index(TensorCollection)]
-              if k not in (PointwiseMixin, TorchFunctionMixin)]
+              if k not in MATH_MIXINS]
     for name in dir(cls):
         owner = next(k for k in cls.__mro__ if name in vars(k))
         if owner not in shared or name == "__init_subclass__":

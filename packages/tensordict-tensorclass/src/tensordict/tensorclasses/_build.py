@@ -28,7 +28,7 @@ from typing import Any, TypeVar, overload
 import torch.utils._pytree as pytree
 
 from tensordict import TensorDict, plugins
-from tensordict._shapes import as_device, as_size
+from tensordict.extending import as_device, as_size
 from tensordict.tensorclasses import _fields
 from tensordict.tensorclasses._forward import install_plugin_methods
 from tensordict.tensorclasses._instance import _DIRECT, _WRITER, TensorClassBase

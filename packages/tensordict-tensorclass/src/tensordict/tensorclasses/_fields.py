@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from tensordict import NonTensorData, TensorDict, TensorDictBase, is_tensor_collection
-from tensordict._nontensor import unwrap_non_tensor
+from tensordict.extending import unwrap_non_tensor
 
 _Tensor = torch.Tensor
 _MISSING: Any = object()

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tensordict import TensorDict, TensorDictBase, is_tensor_collection, plugins
-from tensordict._pointwise import BINARY, UNARY
+from tensordict.extending import IN_PLACE_POINTWISE
 
 #: Operators of TensorDict forwarded as they are (when TensorDict defines them).
 OPERATORS = frozenset(
@@ -66,8 +66,7 @@ QUERIES = frozenset({
 #: remove entries or set flags: nothing a resync would follow (a new key, non-tensor data
 #: in a field read as a tensor).
 _VALUES_ONLY = frozenset(
-    {f"{name}_" for name in UNARY}
-    | {f"{name}_" for name, (_, _, in_place) in BINARY.items() if in_place}
+    IN_PLACE_POINTWISE
     | {"addcdiv_", "addcmul_", "lerp_", "masked_fill_", "fill_", "zero_", "copy_", "copy_at_",
        "set_", "set_at_", "update_", "update_at_", "apply_", "detach_", "requires_grad_",
        "filter_empty_", "del_", "lock_", "unlock_"})

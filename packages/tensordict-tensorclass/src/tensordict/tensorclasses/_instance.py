@@ -25,9 +25,8 @@ import torch
 from torch.utils.data._utils.collate import default_collate_fn_map
 
 from tensordict import TensorCollection, TensorDict, TensorDictBase
-from tensordict._base import NO_DEFAULT
-from tensordict._deprecation import deprecated_fields
-from tensordict._nontensor import check_non_tensor_write, unwrap_non_tensor
+from tensordict.base import NO_DEFAULT
+from tensordict.extending import check_non_tensor_write, deprecated_fields, unwrap_non_tensor
 from tensordict.tensorclasses import _fields
 from tensordict.tensorclasses._dtype import install_casts
 from tensordict.tensorclasses._forward import (

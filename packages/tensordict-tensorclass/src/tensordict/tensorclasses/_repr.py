@@ -16,17 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensordict._options import get_printoptions
-from tensordict._repr import (
-    Block,
-    Entry,
-    _compact_value,
-    _indent,
-    _is_shared,
-    _sizes,
-    _verbose_entry,
-    compact_layout,
-)
+from tensordict.extending import Block, Entry, compact_layout
+from tensordict.extending import compact_value as _compact_value
+from tensordict.extending import indent as _indent
+from tensordict.extending import is_shared as _is_shared
+from tensordict.extending import sizes as _sizes
+from tensordict.extending import verbose_entry as _verbose_entry
+from tensordict.utils import get_printoptions
 
 
 def _entries(obj: Any) -> list[tuple[str, Any]]:
