@@ -168,8 +168,6 @@ def test_in_place_ops_write_back(store):
 def test_bad_writes_change_nothing(store):
     with pytest.raises(RuntimeError, match="'obs'"):
         store[0] = TensorDict({"done": torch.tensor(True), "obs": torch.ones(5)}, [])
-    with pytest.raises(KeyError, match="nope"):
-        store[0] = TensorDict({"done": torch.tensor(True), "nope": torch.ones(())}, [])
     with pytest.raises(RuntimeError, match=r"batch dimension mismatch.*'obs'"):
         store["obs"] = torch.zeros(3, 3)
     with pytest.raises(TypeError, match="thing"):
@@ -182,7 +180,10 @@ def test_bad_writes_change_nothing(store):
     store.lock_()
     with pytest.raises(RuntimeError, match="locked"):
         store["obs"] = torch.zeros(4, 3)
+    with pytest.raises(RuntimeError, match="locked.*'nope'"):  # a new entry
+        store[0] = TensorDict({"done": torch.tensor(True), "nope": torch.ones(())}, [])
     store.unlock_()
+    assert "nope" not in store.keys() and not store["done"][0]
 
 
 def test_two_processes_see_each_others_writes(store, server):
@@ -213,8 +214,10 @@ def test_closed_and_cleared(store, server):
     store.close()
     with pytest.raises(RuntimeError, match="closed"):
         store["obs"]
-    with pytest.raises(KeyError, match="no TensorDictStore"):
-        TensorDictStore.from_store(td_id=td_id, **server)
+    with pytest.raises(KeyError, match=f"No TensorDictStore with td_id='{td_id}' found at "
+                       f"127.0.0.1:{server['port']} db=0 \\(prefix='tensordict'\\)"):
+        TensorDictStore.from_store(td_id=td_id, **server)  # upstream's message
+    assert redis.Redis(**server).keys(f"tensordict:{{{td_id}}}:*") == []  # none made
 
 
 def test_dead_server_fails_fast(redis_port):

@@ -46,6 +46,7 @@ from tensordict.store._store import (
     StoreMixin,
     _leaves,
     _Shared,
+    check_backend,
 )
 
 
@@ -61,8 +62,7 @@ class LazyStackedTensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, Tensor
                  inner_batch_size: Sequence[int] = (), device: Any = None,
                  client: Any = None, td_id: str | None = None, cache_metadata: bool = True,
                  **redis_kwargs: Any) -> None:
-        if backend != "redis":
-            raise ValueError(f"unknown store backend {backend!r}: only 'redis' exists")
+        check_backend(backend)
         if stack_dim != 0:
             raise NotImplementedError("a LazyStackedTensorDictStore stacks along dim 0; "
                                       "transpose the stack before storing it")
@@ -117,6 +117,17 @@ class LazyStackedTensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, Tensor
         return cls(backend=backend, host=host, port=port, db=db,
                    unix_socket_path=unix_socket_path, prefix=prefix, td_id=td_id,
                    device=device, **kwargs)
+
+    def clone(self, recurse: bool = True, **kwargs: Any) -> LazyStackedTensorDictStore:
+        """A new stack on the same server holding a copy of the elements;
+        ``recurse=False``: another handle (unlocked) on the same stack."""
+        shared = self._shared
+        if recurse:
+            return LazyStackedTensorDictStore.from_lazy_stack(
+                self.to_tensordict(), prefix=shared.prefix, device=self._device,
+                cache_metadata=shared.cache_metadata, **connection_kwargs(shared.client))
+        return _reconnect(connection_kwargs(shared.client), shared.prefix, shared.td_id,
+                          self._device, shared.cache_metadata)
 
     def __reduce__(self) -> tuple[Any, ...]:
         shared = self._shared

@@ -29,12 +29,11 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
-import numpy as np
 import torch
 
 from tensordict import NonTensorData, TensorDict, TensorDictBase, errors, is_tensor_collection
-from tensordict.extending import LOCKED_BY_PARENT
 from tensordict.base import NO_DEFAULT
+from tensordict.extending import LOCKED_BY_PARENT
 from tensordict.storage import (
     IndexView,
     WriteBackMixin,
@@ -44,9 +43,16 @@ from tensordict.storage import (
 )
 from tensordict.store import _codec
 from tensordict.store._codec import SEPARATOR
-from tensordict.store._connection import checked, connect, connection_kwargs
+from tensordict.store._connection import checked, connect, connection_kwargs, where
+from tensordict.store._tensorclass import TENSORCLASS_KEY, class_of, class_path
 
 STORE_BACKENDS = Literal["redis"]
+
+
+def check_backend(backend: str) -> None:
+    """ValueError for a backend other than ``"redis"`` (the one this package provides)."""
+    if backend != "redis":
+        raise ValueError(f"unknown store backend {backend!r}: only 'redis' exists")
 
 
 class _Shared:
@@ -60,6 +66,15 @@ class _Shared:
         self.meta: dict[str, dict[str, str]] = {}
         self.keys: set[str] | None = None
         self.closed = False
+        #: the class path of the tensorclass the store was written from (or None)
+        self.tensorclass: str | None = None
+
+    @classmethod
+    def connect(cls, *, prefix: str, td_id: str | None = None, cache_metadata: bool = True,
+                **connection: Any) -> _Shared:
+        """A new client (``connection``: the arguments of :func:`connect`) for the store
+        ``td_id`` (a new id when None)."""
+        return cls(connect(**connection), prefix, td_id or str(uuid.uuid4()), cache_metadata)
 
     def check_open(self) -> None:
         if self.closed:
@@ -108,6 +123,8 @@ class StoreHandle:
     """What both stores do with their connection: the id, closing, deleting the data."""
 
     __slots__ = ()
+    #: the storage backend's name (upstream's attribute; kept by pickling, as the class)
+    _backend = "redis"
 
     @property
     def _td_id(self) -> str:
@@ -154,6 +171,15 @@ class StoreMixin:
     def _selected(self, tree: Any, strict: bool, prefix: tuple[str, ...]) -> Any:
         return self.select()  # (how a lazy stack of stores selects in its parts)
 
+    def is_contiguous(self) -> bool:
+        """False: the entries are bytes on a server (``to_tensordict()`` reads them)."""
+        return False
+
+    def share_memory_(self) -> Any:
+        """Not on a store (its entries live on the server): ``to_tensordict()`` first."""
+        raise NotImplementedError(f"Cannot call share_memory_ on a {type(self).__name__}. "
+                                  "Call `to_tensordict()` first.")
+
 
 class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
     """A TensorDict whose entries live in Redis (``host``/``port``/``db``, a
@@ -175,27 +201,44 @@ class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
                  prefix: str = "tensordict", batch_size: Sequence[int] | None = None,
                  device: Any = None, client: Any = None, td_id: str | None = None,
                  cache_metadata: bool = True, **redis_kwargs: Any) -> None:
-        if backend != "redis":
-            raise ValueError(f"unknown store backend {backend!r}: only 'redis' exists")
-        client = connect(host=host, port=port, db=db, unix_socket_path=unix_socket_path,
-                         client=client, **redis_kwargs)
-        shared = _Shared(client, prefix, td_id or str(uuid.uuid4()), cache_metadata)
-        self._init(shared, ())
-        if td_id is not None and batch_size is None:  # attach to an existing store
-            size, stored_device = shared.run(client.mget, shared.space + "__batch_size__",
-                                             shared.space + "__device__")
-            if size is None:
-                raise KeyError(f"no TensorDictStore with td_id {td_id!r} under prefix "
-                               f"{prefix!r} on this server")
-            self._batch_size = torch.Size(json.loads(size))
-            device = device if device is not None else (stored_device or b"").decode() or None
-        else:
-            self._batch_size = torch.Size(batch_size or [])
-            pipe = shared.pipeline(transaction=True)
-            pipe.set(shared.space + "__batch_size__", json.dumps(list(self._batch_size)))
-            pipe.set(shared.space + "__device__", "" if device is None else str(device))
-            shared.run(pipe.execute)
+        check_backend(backend)
+        self._init(_Shared.connect(host=host, port=port, db=db, prefix=prefix, td_id=td_id,
+                                   unix_socket_path=unix_socket_path, client=client,
+                                   cache_metadata=cache_metadata, **redis_kwargs), ())
+        # an existing store is opened (its batch size and device read); else a new one made
+        if td_id is None or batch_size is not None or not self._attach(device):
+            self._create(batch_size, device)
+
+    def _attach(self, device: Any) -> bool:
+        """Open the store of this id: its batch size, device and tensorclass read (one
+        round trip); False where the server holds no such store."""
+        shared = self._shared
+        size, stored_device, tensorclass = shared.run(
+            shared.client.mget, shared.space + "__batch_size__", shared.space + "__device__",
+            shared.space + TENSORCLASS_KEY)
+        if size is None:
+            return False
+        self._batch_size = torch.Size(json.loads(size))
+        device = device if device is not None else (stored_device or b"").decode() or None
         self._device = None if device is None else torch.device(device)
+        shared.tensorclass = tensorclass.decode() if tensorclass else None
+        return True
+
+    def _create(self, batch_size: Sequence[int] | None, device: Any,
+                tensorclass: str | None = None) -> None:
+        """Write the batch size, device (and the tensorclass path) of a new store."""
+        shared = self._shared
+        self._batch_size = torch.Size(batch_size or [])
+        self._device = None if device is None else torch.device(device)
+        shared.tensorclass = tensorclass
+        pipe = shared.pipeline(transaction=True)
+        pipe.set(shared.space + "__batch_size__", json.dumps(list(self._batch_size)))
+        pipe.set(shared.space + "__device__", "" if device is None else str(device))
+        if tensorclass is None:
+            pipe.delete(shared.space + TENSORCLASS_KEY)
+        else:
+            pipe.set(shared.space + TENSORCLASS_KEY, tensorclass)
+        shared.run(pipe.execute)
 
     def _init(self, shared: _Shared, path: tuple[str, ...]) -> None:
         self._shared, self._path = shared, path
@@ -215,12 +258,46 @@ class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
                         host: str = "localhost", port: int = 6379, db: int = 0,
                         unix_socket_path: str | None = None, prefix: str = "tensordict",
                         device: Any = None, **kwargs: Any) -> TensorDictStore:
-        """A new store holding the entries of ``td`` (written in one transaction)."""
-        store = cls(backend=backend, host=host, port=port, db=db,
-                    unix_socket_path=unix_socket_path, prefix=prefix,
-                    batch_size=td.batch_size, device=device, **kwargs)
+        """A new store holding the entries of ``td`` (written in one transaction), on
+        ``td``'s device unless ``device`` is given. For a tensorclass, its class path is
+        recorded: :meth:`from_store` opens the store as that class.
+
+        >>> store = TensorDictStore.from_tensordict(  # doctest: +SKIP
+        ...     TensorDict(obs=torch.zeros(4, 3), batch_size=[4]), host="127.0.0.1")
+        >>> store["obs"].shape  # doctest: +SKIP
+        torch.Size([4, 3])
+        """
+        check_backend(backend)
+        store = cls.__new__(cls)
+        store._init(_Shared.connect(host=host, port=port, db=db, prefix=prefix,
+                                    unix_socket_path=unix_socket_path, **kwargs), ())
+        tensorclass = class_path(type(td)) if getattr(td, "_is_tensorclass", False) else None
+        store._create(td.batch_size, td.device if device is None else device, tensorclass)
         store._store_entries([(key, value) for key, value in _leaves(td)], replace=())
         return store
+
+    @classmethod
+    def from_dict(cls, input_dict: Mapping[str, Any], *, backend: STORE_BACKENDS = "redis",
+                  host: str = "localhost", port: int = 6379, db: int = 0,
+                  unix_socket_path: str | None = None, prefix: str = "tensordict",
+                  auto_batch_size: bool = False, batch_size: Sequence[int] | None = None,
+                  device: Any = None, batch_dims: int | None = None,
+                  names: Sequence[str] | None = None, **kwargs: Any) -> TensorDictStore:
+        """A new store holding the (nested) dict ``input_dict``, converted as
+        :meth:`TensorDict.from_dict` converts it (``batch_size``, ``auto_batch_size``,
+        ``batch_dims``, ``device``).
+
+        >>> store = TensorDictStore.from_dict(  # doctest: +SKIP
+        ...     {"obs": torch.zeros(4, 3)}, batch_dims=1, host="127.0.0.1")
+        >>> store.batch_size  # doctest: +SKIP
+        torch.Size([4])
+        """
+        td = TensorDict.from_dict(input_dict, batch_size=batch_size, device=device,
+                                  batch_dims=batch_dims, auto_batch_size=auto_batch_size,
+                                  names=names)
+        return cls.from_tensordict(td, backend=backend, host=host, port=port, db=db,
+                                   unix_socket_path=unix_socket_path, prefix=prefix,
+                                   device=device, **kwargs)
 
     @classmethod
     def from_schema(cls, schema: Mapping[str, Any], *,
@@ -239,11 +316,50 @@ class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
     def from_store(cls, *, backend: STORE_BACKENDS = "redis", host: str = "localhost",
                    port: int = 6379, db: int = 0, unix_socket_path: str | None = None,
                    prefix: str = "tensordict", td_id: str, device: Any = None,
-                   **kwargs: Any) -> TensorDictStore:
-        """Open the existing store ``td_id`` (written by this or another process)."""
-        return cls(backend=backend, host=host, port=port, db=db,
-                   unix_socket_path=unix_socket_path, prefix=prefix, td_id=td_id,
-                   device=device, **kwargs)
+                   tensorclass_cls: type | str | None = None, **kwargs: Any) -> Any:
+        """Open the existing store ``td_id`` (written by this or another process); a
+        KeyError where the server holds none.
+
+        A store written from a tensorclass opens as that class where its module is
+        imported; ``tensorclass_cls`` (the class, or its dotted path ``"pkg.MyClass"``,
+        imported if need be) opens any store as a tensorclass whose fields are its keys.
+
+        >>> obs = MyClass.from_store(...)  # doctest: +SKIP
+        >>> TensorDictStore.from_store(td_id=store_id, host="127.0.0.1",  # doctest: +SKIP
+        ...                            tensorclass_cls="my_pkg.MyClass").obs.shape
+        torch.Size([4, 3])
+        """
+        check_backend(backend)
+        store = cls.__new__(cls)
+        store._init(_Shared.connect(host=host, port=port, db=db, prefix=prefix, td_id=td_id,
+                                    unix_socket_path=unix_socket_path, **kwargs), ())
+        if not store._attach(device):
+            raise KeyError(f"No TensorDictStore with td_id={td_id!r} found at "
+                           f"{where(store._shared.client)} db={db} (prefix={prefix!r}).")
+        tensorclass = class_of(tensorclass_cls, store._shared.tensorclass)
+        return store if tensorclass is None else tensorclass.from_tensordict(store)
+
+    def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDictStore:
+        """A new store on the same server holding a copy of the entries (of this view's,
+        for a sub-TensorDict); ``recurse=False``: another handle (unlocked) on the same
+        store, whose writes reach it.
+
+        >>> copy = store.clone()  # doctest: +SKIP
+        >>> copy._td_id != store._td_id, torch.equal(copy["obs"], store["obs"])  # doctest: +SKIP
+        (True, True)
+        """
+        shared = self._shared
+        if not recurse:
+            handle = self._view(self._path)
+            handle._is_locked = False
+            return handle
+        store = TensorDictStore.__new__(TensorDictStore)
+        store._init(_Shared.connect(prefix=shared.prefix, cache_metadata=shared.cache_metadata,
+                                    **connection_kwargs(shared.client)), ())
+        store._create(self._batch_size, self._device,
+                      None if self._path else shared.tensorclass)
+        store._store_entries(list(_leaves(self.read())), replace=())
+        return store
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as where it lives: the receiving process connects itself."""
@@ -340,12 +456,10 @@ class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
 
     def _validate_value(self, value: Any, key: Any, non_blocking: bool = False) -> Any:
         """``value`` as it will be stored; raises if it does not fit the batch size."""
-        if isinstance(value, dict):
-            value = TensorDict(value, batch_size=self._batch_size)
-        elif isinstance(value, (np.ndarray, int, float, bool)):
-            value = torch.as_tensor(value)
-        elif not isinstance(value, torch.Tensor) and not is_tensor_collection(value):
-            return value
+        if not isinstance(value, torch.Tensor) and not is_tensor_collection(value):
+            # converted as a TensorDict converts it: a dict nests, numbers and arrays
+            # become tensors, a list of one value per element a NonTensorStack
+            value = TensorDict(batch_size=self._batch_size).set("value", value).get("value")
         if getattr(value, "_is_non_tensor", False):
             return value
         shape = value.shape if isinstance(value, torch.Tensor) else value.batch_size
@@ -417,9 +531,11 @@ class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
             out.append((key, value))
         return out
 
-    def _store_entries(self, entries: list[tuple[str, Any]], replace: Sequence[str]) -> None:
+    def _store_entries(self, entries: list[tuple[str, Any]], replace: Sequence[str],
+                       ranges: Sequence[tuple[str, int, bytes]] = ()) -> None:
         """Write ``(dotted key, value)`` leaves in one transaction, deleting first the
-        leaves at or below the keys of ``replace``."""
+        leaves at or below the keys of ``replace``; with them, the ``(dotted key, offset,
+        bytes)`` of ``ranges`` over the bytes of stored tensors."""
         shared = self._shared
         old = [key for dotted in replace for key in
                ([dotted] if dotted in shared.leaf_keys() else []) + self._under(dotted)]
@@ -453,6 +569,8 @@ class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
             pipe.hset(space + "m:" + key, mapping=meta)
         if encoded:
             pipe.sadd(space + "__keys__", *[key for key, _, _ in encoded])
+        for key, offset, data in ranges:
+            pipe.setrange(space + "d:" + key, offset, data)
         shared.run(pipe.execute)
         shared.forget(old, added=False)
         shared.forget([key for key, _, _ in encoded], added=True)
@@ -550,48 +668,46 @@ class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
         return self.read(rows, [dotted])[rest]._get_str(key, default)
 
     def _set_at_index(self, index: Any, value: Any) -> None:
-        """``store[index] = value``: every key and shape checked, then one transaction
-        writing byte ranges (rows of the first dim) or, for other indices, whole leaves.
-        Allowed while locked (as upstream): it writes existing entries only."""
+        """``store[index] = value``: every key and shape checked, then one transaction.
+        The rows (first-dim indices) of stored tensors are written as byte ranges; the
+        other entries are read, written at ``index`` as a TensorDict writes them, and
+        stored whole: a non-tensor entry holds one value per element (a NonTensorStack
+        where they differ), an entry the store lacks is created (zeros elsewhere, as a
+        TensorDict creates it). Allowed while locked (as upstream) for existing entries.
+        """
         batch = self._indexed_batch(index)
         if not is_tensor_collection(value):
             value = TensorDict(dict(value), batch_size=batch)
         shared = self._shared
-        depth_prefix = SEPARATOR.join(self._path)
-        writes = []
-        for sub, source in _leaves(value):
-            key = SEPARATOR.join((depth_prefix, sub)) if depth_prefix else sub
-            if key not in shared.leaf_keys():
-                raise errors.missing_key(sub, list(self._keys_str()))
-            (meta,) = shared.metas([key])
-            if _codec.is_non_tensor(meta) or not isinstance(source, torch.Tensor):
-                raise TypeError(f"cannot write non-tensor data at an index of {sub!r}: a "
-                                f"TensorDictStore stores one value per non-tensor entry")
-            shape = torch.Size((*batch, *_codec.shape_of(meta)[len(self._batch_size):]))
-            check_fits(source.shape, shape, sub, index)
-            writes.append((key, meta, source.expand(shape).to(_codec.dtype_of(meta))))
         rows, rest = split_rows(index, self._batch_size)
-        direct = rows is not None and len(rest) == 1 and (
+        by_rows = rows is not None and len(rest) == 1 and (
             isinstance(rest[0], (int, slice)) or torch.equal(rest[0], torch.arange(len(rows))))
-        if not direct:  # read the leaves whole, write into them, write them back
-            current = self.read()
-            for key, _, source in writes:
-                current.get(tuple(key.split(SEPARATOR)[len(self._path):]))[index] = source
-            self._store_entries([(key, current.get(tuple(key.split(SEPARATOR)[
-                len(self._path):]))) for key, _, _ in writes], replace=())
-            return
-        pipe = shared.pipeline(transaction=True)
-        for key, meta, source in writes:
-            size = _codec.row_bytes(meta)
-            data = _codec.encode_tensor(source)[1]  # the rows, in order
-            offset = 0
-            for start, stop in _row_ranges(rows, self._batch_size[0]):
-                length = (stop - start) * size
-                if length:
-                    pipe.setrange(shared.space + "d:" + key, start * size,
-                                  data[offset:offset + length])
-                offset += length
-        shared.run(pipe.execute)
+        leaves = [(self._dotted(sub), sub, leaf) for sub, leaf in _leaves(value)]
+        present = [key for key, _, _ in leaves if key in shared.leaf_keys()]
+        metas = dict(zip(present, shared.metas(present)))
+        ranges, merged = [], []
+        for key, sub, source in leaves:
+            meta = metas.get(key)
+            if meta is None and self._is_locked:
+                raise errors.locked("add an entry at an index of", sub)
+            if by_rows and meta and not _codec.is_non_tensor(meta) and \
+                    isinstance(source, torch.Tensor):
+                shape = torch.Size((*batch, *_codec.shape_of(meta)[len(self._batch_size):]))
+                check_fits(source.shape, shape, sub, index)
+                ranges += _row_writes(key, meta, source.expand(shape), rows,
+                                      self._batch_size[0])
+            else:
+                merged.append((key, sub, source))
+        entries = []
+        if merged:  # written into the stored values read whole, as a TensorDict writes
+            current = self.read(keys=[key for key, _, _ in merged if key in metas])
+            part = TensorDict(batch_size=batch, device=self._device)
+            for _, sub, source in merged:
+                part.set(tuple(sub.split(SEPARATOR)), source)
+            current[index] = part
+            entries = [(key, current.get(tuple(sub.split(SEPARATOR))))
+                       for key, sub, _ in merged]
+        self._store_entries(entries, replace=(), ranges=ranges)
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
         """Every entry read into an ordinary in-memory TensorDict (one round trip)."""
@@ -616,6 +732,21 @@ def _is_expanded_zero(tensor: torch.Tensor) -> bool:
     """A tensor of zeros expanded from one element (``from_schema``'s prototype)."""
     return tensor.numel() > 1 and not any(tensor.stride()) and \
         not tensor.requires_grad and tensor.reshape(-1)[0].item() == 0
+
+
+def _row_writes(key: str, meta: dict[str, str], source: torch.Tensor, rows: Any,
+               length: int) -> list[tuple[str, int, bytes]]:
+    """``(key, offset, bytes)`` writing ``source`` (one row per row of ``rows``, in
+    order) over the stored tensor ``key`` of ``length`` rows."""
+    size = _codec.row_bytes(meta)
+    data = _codec.encode_tensor(source.to(_codec.dtype_of(meta)))[1]
+    writes, offset = [], 0
+    for start, stop in _row_ranges(rows, length):
+        count = (stop - start) * size
+        if count:
+            writes.append((key, start * size, data[offset:offset + count]))
+        offset += count
+    return writes
 
 
 def _row_ranges(rows: Any, length: int) -> list[tuple[int, int]]:
