@@ -69,7 +69,8 @@ def load(prefix: str | Path, *args: Any, backend: str | None = None, **kwargs: A
     if not backends:
         raise plugins.MissingPluginError(
             f"no storage backend is installed to load {str(prefix)!r}. "
-            + plugins.install_hint("the default 'memmap' storage backend", "memmap")
+            + plugins.install_hint(f"the default {DEFAULT_BACKEND!r} storage backend",
+                                   plugins._BACKENDS[DEFAULT_BACKEND])
         )
     raise ValueError(
         f"none of the installed storage backends {sorted(backends)} can load {str(prefix)!r}"

@@ -7,14 +7,13 @@
 
 from typing import Any
 
+from tensordict import plugins
+
+#: the older names, and the top-level names of the plugins now providing them
+_MOVED = {"tensorclass": "tensorclass", "symbolic_trace": "prototype.fx.symbolic_trace"}
+
 
 def __getattr__(name: str) -> Any:
-    if name == "tensorclass":
-        import tensordict
-
-        return tensordict.tensorclass
-    if name == "symbolic_trace":
-        from tensordict.prototype.fx import symbolic_trace
-
-        return symbolic_trace
+    if name in _MOVED:
+        return plugins.top_level_name(_MOVED[name])
     raise AttributeError(f"module 'tensordict.prototype' has no attribute {name!r}")
