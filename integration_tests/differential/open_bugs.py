@@ -5,20 +5,18 @@ not deliberate (those are in ``allowlist.py``): each is to be fixed, and then re
 here, which ``test_differential`` enforces (an entry that no longer differs fails it, as a
 difference found in neither list does). Grouped by kind; the worst first:
 
-- silent no-ops: ``tensorclass/mask/copy_at_`` (upstream raises on the fast path),
-  ``redis_stack/nested_int/set_non_tensor`` (upstream raises NotImplementedError);
+- silent no-ops: ``tensorclass/mask/copy_at_`` (upstream raises on the fast path);
 - another state: lazy ``set_batch_size``/``set_names`` through a part or a locked stack
   leave a state upstream does not;
 - ours raises where upstream writes: fast ``copy_at_`` of a ``_SubTensorDict``'s nested
-  view, ``unlock_`` of a memory-mapped TensorDict's sub-TensorDict, a tensorclass's
-  ``rename_key_``/``set_non_tensor`` of a non-field key;
+  view (and of a Redis store's index view), ``unlock_`` of a memory-mapped TensorDict's
+  sub-TensorDict, a tensorclass's ``rename_key_``/``set_non_tensor`` of a non-field key;
 - upstream raises where ours writes: ``update_`` of a NonTensorStack into a NonTensorData
   through views, a tensorclass's ``_get_sub_tensordict`` taking keys, ``setdefault`` of a
   non-field key in a tensorclass context;
 - another exception class: ``TensorDictParams`` in-place writes on grad leaves
   (RuntimeError, upstream ``_InplaceWriteError``), ``update_at_`` of a key the destination
-  lacks (MissingKeyError, upstream TypeError), deletes in locked TensorDicts, Redis
-  ``copy_at_`` and in-place ops inside ``flatten`` of a stack of stores.
+  lacks (MissingKeyError, upstream TypeError), deletes in locked TensorDicts.
 """
 
 from allowlist import (
@@ -27,32 +25,11 @@ from allowlist import (
     OURS_RAISES_LOST,
     STATE,
     UP_RAISES,
-    UP_RAISES_NO_OP,
 )
 
 OPEN: dict[str, str] = {
-    # another exception (22)
+    # another exception (2)
     "h5/nested_int/update__str": EXCEPTION,
-    "redis/int/copy_at_": EXCEPTION,
-    "redis/mask/copy_at_": EXCEPTION,
-    "redis/self/copy_at_": EXCEPTION,
-    "redis/slice/copy_at_": EXCEPTION,
-    "redis_stack/ctx_flatten/add_": EXCEPTION,
-    "redis_stack/ctx_flatten/copy_": EXCEPTION,
-    "redis_stack/ctx_flatten/copy_at_": EXCEPTION,
-    "redis_stack/ctx_flatten/fill_": EXCEPTION,
-    "redis_stack/ctx_flatten/masked_fill_": EXCEPTION,
-    "redis_stack/ctx_flatten/set__str": EXCEPTION,
-    "redis_stack/ctx_flatten/set_non_tensor": EXCEPTION,
-    "redis_stack/ctx_flatten/setitem_index": EXCEPTION,
-    "redis_stack/ctx_flatten/setitem_str": EXCEPTION,
-    "redis_stack/ctx_flatten/update__stack": EXCEPTION,
-    "redis_stack/ctx_flatten/update__str": EXCEPTION,
-    "redis_stack/ctx_flatten/zero_": EXCEPTION,
-    "redis_stack/int/copy_at_": EXCEPTION,
-    "redis_stack/mask/copy_at_": EXCEPTION,
-    "redis_stack/self/copy_at_": EXCEPTION,
-    "redis_stack/slice/copy_at_": EXCEPTION,
     "zarr/nested_int/update__str": EXCEPTION,
     # another state (9)
     "lazy/chained/set_batch_size": STATE,
@@ -116,6 +93,4 @@ OPEN: dict[str, str] = {
     "tensorclass/sub_td/update": UP_RAISES,
     "tensorclass/sub_td/update_ktu_creates": UP_RAISES,
     "zarr/self/update__stack": UP_RAISES,
-    # upstream raises, ours writes nothing (silent no-op) (1)
-    "redis_stack/nested_int/set_non_tensor": UP_RAISES_NO_OP,
 }
