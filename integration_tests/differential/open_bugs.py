@@ -5,25 +5,20 @@ not deliberate (those are in ``allowlist.py``): each is to be fixed, and then re
 here, which ``test_differential`` enforces (an entry that no longer differs fails it, as a
 difference found in neither list does). Grouped by kind; the worst first:
 
-- silent no-ops: ``tensorclass/mask/copy_at_`` (upstream raises on the fast path);
-- another state: lazy ``set_batch_size``/``set_names`` through a part or a locked stack
-  leave a state upstream does not;
 - ours raises where upstream writes: fast ``copy_at_`` of a ``_SubTensorDict``'s nested
   view (and of a Redis store's index view), ``unlock_`` of a memory-mapped TensorDict's
   sub-TensorDict, a tensorclass's ``rename_key_``/``set_non_tensor`` of a non-field key;
 - upstream raises where ours writes: ``update_`` of a NonTensorStack into a NonTensorData
   through views, a tensorclass's ``_get_sub_tensordict`` taking keys, ``setdefault`` of a
   non-field key in a tensorclass context;
-- another exception class: ``TensorDictParams`` in-place writes on grad leaves
-  (RuntimeError, upstream ``_InplaceWriteError``), ``update_at_`` of a key the destination
-  lacks (MissingKeyError, upstream TypeError), deletes in locked TensorDicts.
+- another exception class: a string ``update_`` through a nested index view of an HDF5 or
+  Zarr file.
 """
 
 from allowlist import (
     EXCEPTION,
     OURS_RAISES,
     OURS_RAISES_LOST,
-    STATE,
     UP_RAISES,
 )
 
@@ -31,16 +26,6 @@ OPEN: dict[str, str] = {
     # another exception (2)
     "h5/nested_int/update__str": EXCEPTION,
     "zarr/nested_int/update__str": EXCEPTION,
-    # another state (9)
-    "lazy/chained/set_batch_size": STATE,
-    "lazy/int/set_batch_size": STATE,
-    "lazy/part/set_batch_size": STATE,
-    "lazy/unbind/set_batch_size": STATE,
-    "lazy_locked/int/set_batch_size": STATE,
-    "lazy_locked/int/set_names": STATE,
-    "lazy_locked/nested/set_names": STATE,
-    "lazy_locked/part/set_batch_size": STATE,
-    "lazy_locked/part/set_names": STATE,
     # ours raises, upstream writes (7)
     "memmap/nested/unlock_": OURS_RAISES,
     "sub_td/int_nested/copy_at_": OURS_RAISES,

@@ -60,6 +60,7 @@ from tensordict._update_keys import KeyPaths
 _Tensor = torch.Tensor
 _BATCH_SIZE, _DEVICE = operator.attrgetter("batch_size"), operator.attrgetter("device")
 _UNKNOWN = False  # a device not looked up yet (neither a device nor None; pickles as is)
+_NAMES: Any = object()  # the key of the names in a locked stack's ``_frozen`` reads
 
 
 # The lazy overrides, before the methods every TensorDict shares (TensorDictBase's mixins).
@@ -92,7 +93,7 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
     """
 
     __slots__ = ("tensordicts", "_stack_dim", "_stack_dim_name", "_batch_size", "_device",
-                 "_is_locked", "_exit_stack", "hook_out", "hook_in", "__weakref__")
+                 "_is_locked", "_frozen", "_exit_stack", "hook_out", "hook_in", "__weakref__")
 
     def __init__(
         self,
@@ -140,6 +141,10 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
         self._batch_size = batch_size
         self._device: Any = _UNKNOWN  # found on first use (see the device property)
         self._is_locked = False
+        # while locked: the nested stacks and the names as first read, kept until unlocked
+        # (upstream's cache): a nested stack is the same object on each read, so metadata
+        # set on it stays; a part's metadata set alone is not seen
+        self._frozen: dict[Any, Any] | None = None
         self._exit_stack: list[Any] | None = None
         self.hook_out: Callable[[_Tensor], _Tensor] | None = None
         self.hook_in: Callable[[_Tensor], _Tensor] | None = None
@@ -269,12 +274,21 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
     @property
     def names(self) -> list[str | None]:
         """The parts' dim names with ``stack_dim_name`` at the stack dim; ValueError where
-        the parts' names differ (a part renamed alone, as upstream)."""
+        the parts' names differ (a part renamed alone, as upstream). A locked stack keeps
+        the names it first read (as upstream's)."""
+        frozen = self._frozen_reads()
+        if frozen is not None:
+            if _NAMES not in frozen:
+                frozen[_NAMES] = self._parts_names()
+            return list(frozen[_NAMES])
+        return self._parts_names()
+
+    def _parts_names(self) -> list[str | None]:
         parts = self.tensordicts
         if parts:
-            first = parts[0]._names
+            first, ndim = parts[0]._names, parts[0].batch_dims
             for part in parts[1:]:
-                if part._names != first:
+                if part._names != first or part.batch_dims != ndim:
                     raise ValueError(f"Not all dim names match, got {parts[0].names} and "
                                      f"{part.names}.")
             names = list(parts[0].names)
@@ -295,6 +309,8 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
         for td in self.tensordicts:
             td.names = value if any(n is not None for n in value) else None
         self._stack_dim_name = stack_name
+        if self._frozen is not None:
+            self._frozen.pop(_NAMES, None)
 
     @property
     def _names(self) -> tuple[str | None, ...] | None:
@@ -315,6 +331,7 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
 
     def _propagate_lock(self, locked: bool) -> None:
         self._is_locked = locked
+        self._frozen = None
         for td in self.tensordicts:
             td._propagate_lock(LOCKED_BY_PARENT if locked else False)
 
@@ -340,7 +357,18 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
         common = set(first).intersection(*[td._keys_str() for td in parts[1:]])
         return iter(first) if len(common) == len(first) else (k for k in first if k in common)
 
+    def _frozen_reads(self) -> dict[Any, Any] | None:
+        """The reads a locked stack keeps (see ``_init``); None while unlocked."""
+        if not self._is_locked:
+            return None
+        if self._frozen is None:
+            self._frozen = {}
+        return self._frozen
+
     def _get_str(self, key: str, default: Any = NO_DEFAULT) -> Any:
+        frozen = self._frozen
+        if frozen is not None and key in frozen:  # a nested stack of a locked stack
+            return frozen[key]
         values = []
         for td in self.tensordicts:  # a TensorDict's dict read directly (hot)
             value = td._tensordict.get(key) if td.__class__ is TensorDict else \
@@ -393,6 +421,8 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
         stack = LazyStackedTensorDict._from_entries(values, self._stack_dim, self._stack_dim_name)
         if self._is_locked:  # a view of locked parts: unlocked only with this stack
             stack._is_locked = LOCKED_BY_PARENT
+            if key.__class__ is str:
+                self._frozen_reads()[key] = stack  # (read again as it is: see _init)
         return stack
 
     def __getitem__(self, index: Any) -> Any:

@@ -39,10 +39,12 @@ from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nontensor import NonTensorData
 from tensordict._plan import in_place_ready
 
-#: slots never pickled: weak references and pending ``with`` actions (closures)
 _Tensor = torch.Tensor
-_TRANSIENT = frozenset({"__weakref__", "_exit_stack"})
-_SLOTS: dict[type, tuple[tuple[str, ...], bool]] = {}
+#: slots never pickled: weak references, pending ``with`` actions (closures) and what a
+#: locked lazy stack keeps of its reads (views of its parts); all but the first are None
+#: once unpickled
+_TRANSIENT = frozenset({"__weakref__", "_exit_stack", "_frozen"})
+_SLOTS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
 def allow_weights_only_load(*classes: type) -> None:
@@ -50,8 +52,8 @@ def allow_weights_only_load(*classes: type) -> None:
     torch.serialization.add_safe_globals(list(classes))
 
 
-def _pickled_slots(cls: type) -> tuple[tuple[str, ...], bool]:
-    """The slots to pickle, and whether the class has an ``_exit_stack`` slot."""
+def _pickled_slots(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The slots to pickle, and the transient ones to set to None when unpickled."""
     cached = _SLOTS.get(cls)
     if cached is None:
         declared: list[str] = []
@@ -59,7 +61,8 @@ def _pickled_slots(cls: type) -> tuple[tuple[str, ...], bool]:
             slots = klass.__dict__.get("__slots__", ())
             declared += [slots] if isinstance(slots, str) else list(slots)
         names = tuple(dict.fromkeys(n for n in declared if n not in _TRANSIENT))
-        cached = _SLOTS[cls] = (names, "_exit_stack" in declared)
+        reset = tuple(n for n in dict.fromkeys(declared) if n in _TRANSIENT and n != "__weakref__")
+        cached = _SLOTS[cls] = (names, reset)
     return cached
 
 
@@ -86,7 +89,7 @@ class SerializationMixin:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        names, has_exit_stack = _pickled_slots(type(self))
+        names, reset = _pickled_slots(type(self))
         consolidated = state.get("_consolidated")
         if consolidated is not None:  # unlocked, as upstream's
             storage = consolidated["storage"]
@@ -95,8 +98,8 @@ class SerializationMixin:
         for name in names:
             if name in state:
                 object.__setattr__(self, name, state[name])
-        if has_exit_stack:
-            object.__setattr__(self, "_exit_stack", None)
+        for name in reset:
+            object.__setattr__(self, name, None)
         if consolidated is not None:
             mark_consolidated(self, consolidated["storage"])
 

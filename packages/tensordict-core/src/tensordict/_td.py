@@ -236,7 +236,9 @@ class TensorDict(MapMixin, TensorDictBase):
     @batch_size.setter
     def batch_size(self, value: Sequence[int] | torch.Size | int) -> None:
         """A sub-TensorDict whose batch size is a prefix of the new one is widened to it
-        (so an empty ``{}`` entry follows its parent)."""
+        (so an empty ``{}`` entry follows its parent); non-tensor data is rebatched only
+        where its batch size does not start with the new one (it keeps its extra dims, as
+        a sub-TensorDict does, and as upstream)."""
         new = as_size(value)  # (a locked TensorDict takes it too, as upstream's)
         widen = []
         for key, entry in self._tensordict.items():
@@ -256,7 +258,8 @@ class TensorDict(MapMixin, TensorDictBase):
                 )
         _widen(widen, new)
         for key, entry in self._tensordict.items():
-            if getattr(entry, "_is_non_tensor", False) or entry.__class__ is UnbatchedTensor:
+            if entry.__class__ is UnbatchedTensor or (getattr(entry, "_is_non_tensor", False)
+                                                      and entry.batch_size[: len(new)] != new):
                 self._tensordict[key] = entry._rebatch(new)
         self._batch_size = new
         names = self._names
