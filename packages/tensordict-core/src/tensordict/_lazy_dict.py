@@ -381,6 +381,8 @@ def _leaf_value(stack: Any, key: str, ndim: int) -> tuple[str, Block | None]:
     if getattr(sample, "_is_non_tensor", False):
         kinds = {type(getattr(td._peek_str(key), "data", None)) for td in stack.tensordicts}
         return kinds.pop().__name__ if len(kinds) == 1 else "NonTensorStack", None
+    if not is_tensor_collection(sample):  # a placeholder (pytree's, in a spec's printout)
+        return repr(sample), None
     value = stack._get_str(key)
     if is_tensorclass(value):
         return _compact_value(value, ndim, stack.device)
