@@ -50,6 +50,16 @@ _ACCEPTED = frozenset({"non_tensor_as_stack", "validate_batch_size"})
 _TMP = ".tensordict-tmp-"
 
 
+class ReadOnlyFileError(OSError, ValueError):
+    """A write into a file opened with ``mode="r"`` (an OSError, and the ValueError that
+    upstream's h5py and zarr calls raise)."""
+
+
+class FileBatchSizeError(RuntimeError, ValueError):
+    """A batch size that the arrays of the file do not have (a RuntimeError as every
+    batch mismatch, and the ValueError upstream raises)."""
+
+
 class PersistentTensorDict(WriteBackMixin, TensorDictBase):
     """A TensorDict backed by a group of an HDF5 (``backend="h5"``) or Zarr
     (``backend="zarr"``) file.
@@ -96,7 +106,11 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
         self._guess: tuple[int | None] | None = None
         stored = _stored_batch_size(self._format, group)
         if batch_size is not None:
-            self.batch_size = batch_size
+            try:
+                self.batch_size = batch_size
+            except BaseException:
+                self.close()
+                raise
         elif stored is not None:
             self._batch_size = stored
         else:
@@ -151,7 +165,8 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
                   backend: str = "h5", auto_batch_size: bool = False,
                   batch_dims: int | None = None, **kwargs: Any) -> PersistentTensorDict:
         """Write ``input_dict`` (a TensorDict or a dict) to a new file ``filename`` and
-        open it for reading and writing.
+        open it for reading and writing. A dict without ``batch_size`` gets the leading
+        dims its values share (at most ``batch_dims``), as upstream.
 
         The file is written under a temporary name and renamed into place: an existing
         file of that name is replaced only once the new one is complete. Other keyword
@@ -168,7 +183,7 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
         """
         if not is_tensor_collection(input_dict):
             input_dict = TensorDict(dict(input_dict), batch_size=batch_size or [])
-            if auto_batch_size:
+            if batch_size is None:  # as upstream: the leading dims the values share
                 input_dict.auto_batch_size_(batch_dims)
         elif batch_size is not None:
             input_dict = input_dict.clone(False)
@@ -221,7 +236,8 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
         size = torch.Size(value)
         for key, shape in _array_shapes(self._format, self._group, ()):
             if shape[:len(size)] != tuple(size):
-                raise errors.batch_mismatch(key, torch.Size(shape), size)
+                raise FileBatchSizeError(f"batch size and array size mismatch: "
+                                         f"{errors.batch_mismatch(key, torch.Size(shape), size)}")
         self._batch_size = size
         self._guess = None
         self._children.clear()
@@ -279,8 +295,8 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
         if self._is_locked and not in_place:
             raise errors.locked("modify", key)
         if self.mode == "r":
-            raise OSError(f"cannot write {key!r}: the file {self.filename!r} is open read-only "
-                          f"(mode='r'); open it with mode='r+' or 'a'")
+            raise ReadOnlyFileError(f"cannot write {key!r}: the file {self.filename!r} is open "
+                                    f"read-only (mode='r'); open it with mode='r+' or 'a'")
 
     def _validate_value(self, value: Any, key: Any, non_blocking: bool = False) -> Any:
         """``value`` as it will be stored (numbers and arrays as tensors, dicts as
@@ -397,6 +413,27 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
         """Everything read into an ordinary in-memory TensorDict."""
         return read_all(self)
+
+    def is_contiguous(self) -> bool:
+        """False, as upstream: the entries are arrays of a file; :meth:`contiguous` reads
+        them into memory."""
+        return False
+
+    def share_memory_(self) -> PersistentTensorDict:
+        """Refused (the entries live in the file), as upstream."""
+        raise NotImplementedError("Cannot call share_memory_ on a PersistentTensorDict: "
+                                  "its entries live in the file. Call `to_tensordict()` first.")
+
+    def memmap_(self, *args: Any, **kwargs: Any) -> PersistentTensorDict:
+        """Refused (the entries live in the file), as upstream: ``memmap()`` writes a
+        memory-mapped copy."""
+        raise RuntimeError("Cannot build a memmap TensorDict in-place from a "
+                           "PersistentTensorDict. Use `td.memmap()` instead.")
+
+    def pin_memory(self, *args: Any, **kwargs: Any) -> PersistentTensorDict:
+        """Refused (the entries live in the file), as upstream."""
+        raise RuntimeError("Cannot pin memory of a PersistentTensorDict. Call "
+                           "to_tensordict() before making this call.")
 
     def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDictBase:
         """An in-memory copy (``recurse=True``), or another PersistentTensorDict on the
@@ -546,7 +583,8 @@ def _holds_already(ptd: PersistentTensorDict, node: Any, index: Any, source: Any
         return False
     stored = ptd._format.read_non_tensor(node, ptd.batch_size, ptd.device)[index]
 
-    def python(value: Any) -> Any:
-        return value.data if isinstance(value, NonTensorData) else value.tolist()
+    def python(value: Any) -> Any:  # text the same, be it str or bytes (as HDF5 reads it)
+        data = value.data if isinstance(value, NonTensorData) else value.tolist()
+        return data.decode() if isinstance(data, bytes) else data
 
     return python(stored) == python(source)
