@@ -30,6 +30,7 @@ import torch
 from tensordict import errors
 from tensordict._collection import classes, is_tensor_collection, is_tensorclass
 from tensordict._helpers import _shape
+from tensordict._keys import is_leaf_nontensor
 from tensordict._nontensor import merged_non_tensor
 from tensordict._options import capture_non_tensor_stack, lazy_legacy
 from tensordict._plan import WritePlan, copy_all
@@ -599,7 +600,7 @@ def pad_sequence(list_of_tensordicts: Sequence[Any], pad_dim: int = 0,
                                                             0.0))
         return padding_value
 
-    keys = list(tds[0].keys(True, True))
+    keys = list(tds[0].keys(True, True, is_leaf=is_leaf_nontensor))
     inner = tds[0].batch_size
     if batched:
         inner = inner[:pad_dim] + torch.Size([longest]) + inner[pad_dim + 1:]
@@ -633,20 +634,35 @@ def pad_sequence(list_of_tensordicts: Sequence[Any], pad_dim: int = 0,
     return result
 
 
-def pad(tensordict: Any, pad_size: Sequence[int], value: float = 0.0) -> Any:
+def pad(tensordict: Any, pad_size: Sequence[int], value: float = 0.0, inplace: bool = False,
+        safe: bool = True) -> Any:
     """Pad the batch dims with ``value``: ``pad_size`` holds (before, after) pairs for the
-    first batch dims in order.
+    first batch dims in order. Non-tensor entries become NonTensorStacks padded with None.
+
+    ``inplace``: ``tensordict`` takes the padded entries and batch size and is returned
+    (its sub-collections and the parts of its lazy stacks stay the same objects and are
+    padded too; a lazy stack padded along its stack dim gets new parts). ``safe`` is
+    accepted for compatibility.
 
     >>> import tensordict
-    >>> td = TensorDict(a=torch.ones(2), batch_size=[2])
-    >>> tensordict.pad(td, [1, 0], value=-1.0)["a"]
-    tensor([-1.,  1.,  1.])
+    >>> td = TensorDict(a=torch.ones(2), s="x", batch_size=[2])
+    >>> padded = tensordict.pad(td, [1, 0], value=-1.0)
+    >>> padded["a"], padded["s"]
+    (tensor([-1.,  1.,  1.]), LinkedList([None, 'x', 'x']))
     """
     pad_size = list(pad_size)
     ndim = len(tensordict.batch_size)
     if len(pad_size) % 2 or len(pad_size) > 2 * ndim:
         raise RuntimeError(f"pad_size {pad_size} must hold (before, after) pairs for at most "
-                           f"the {ndim} batch dims of batch size {tensordict.batch_size}")
+                           f"the {ndim} batch dims of batch size {tensordict.batch_size} "
+                           "(The length of pad_size must be <= 2 * the number of batch "
+                           "dimensions)")
+    if inplace:
+        if tensordict.is_locked:
+            raise errors.locked()
+        if not _pads_in_place(tensordict):
+            raise RuntimeError(f"pad(inplace=True) is not supported by "
+                               f"{type(tensordict).__name__}")
     pairs = [pad_size[i:i + 2] for i in range(0, len(pad_size), 2)]
     new = torch.Size([s + sum(pairs[i]) if i < len(pairs) else s
                       for i, s in enumerate(tensordict.batch_size)])
@@ -657,14 +673,60 @@ def pad(tensordict: Any, pad_size: Sequence[int], value: float = 0.0) -> Any:
             flat += before_after
         return torch.nn.functional.pad(x, flat, value=fill)
 
-    stacks = {key: entry for key, entry in tensordict.items(True, True, is_leaf=_is_stack)
-              if _is_stack(type(entry))}
-    rest = tensordict.exclude(*stacks) if stacks else tensordict
+    as_lists = _is_non_tensor if any(pad_size) else _is_stack  # (nothing added: kept)
+    lists = {key: entry for key, entry in tensordict.items(True, True, is_leaf=as_lists)
+             if as_lists(type(entry))}
+    rest = tensordict.exclude(*lists) if lists else tensordict
     result = rest._apply_nest(fn, batch_size=new, names=tensordict.names, filter_empty=False)
     result = _untyped(result)  # a TypedTensorDict gives a TensorDict, as upstream's
-    for key, entry in stacks.items():
+    for key, entry in lists.items():
         result.set(key, _pad_stack(entry, lambda x: fn(x, 0)))
-    return result
+    if not inplace:
+        return result
+    _take_padded(tensordict, result, [tuple(pair) for pair in pairs])
+    return tensordict
+
+
+def _pads_in_place(td: Any) -> bool:
+    """Whether :func:`_take_padded` can write into ``td``: a TensorDict holding its
+    entries in memory, or a lazy stack of such."""
+    if isinstance(td, classes.LazyStackedTensorDict):
+        return not _is_non_tensor(type(td)) and all(map(_pads_in_place, td.tensordicts))
+    return getattr(td, "_tensordict", None).__class__ is dict
+
+
+def _is_non_tensor(cls: type) -> bool:
+    return getattr(cls, "_is_non_tensor", False)
+
+
+def _take_padded(td: Any, padded: Any, pairs: list[tuple[int, int]]) -> None:
+    """Make ``td`` hold the entries of ``padded``, its copy padded by ``pairs``: its
+    TensorDicts and lazy stacks (and their parts) are kept and take theirs in turn; a
+    lazy stack padded along its stack dim gets the added parts."""
+    if isinstance(td, classes.LazyStackedTensorDict):
+        sd = td.stack_dim
+        before, after = pairs[sd] if sd < len(pairs) else (0, 0)
+        new_parts = padded.unbind(sd)
+        part_pairs = pairs[:sd] + pairs[sd + 1:]
+        for i, part in enumerate(td.tensordicts):
+            _take_padded(part, new_parts[before + i], part_pairs)
+        size = padded.batch_size
+        td._batch_size = size[:sd] + torch.Size([len(td.tensordicts)]) + size[sd + 1:]
+        for i in range(before):
+            td.insert(i, new_parts[i])
+        for part in new_parts[len(new_parts) - after:] if after else ():
+            td.append(part)
+        return
+    for key in padded._keys_str():
+        value = padded._get_str(key)
+        present = td._get_str(key, None)
+        if present.__class__ is classes.TensorDict or (
+                isinstance(present, classes.LazyStackedTensorDict)
+                and not _is_non_tensor(type(present))):
+            _take_padded(present, value, pairs)
+        else:
+            td._set_str(key, value, inplace=False, validated=True)
+    td.batch_size = padded.batch_size
 
 
 def _is_stack(cls: type) -> bool:
@@ -672,9 +734,11 @@ def _is_stack(cls: type) -> bool:
 
 
 def _pad_stack(stack: Any, fn: Callable[[_Tensor], _Tensor]) -> Any:
-    """A NonTensorStack padded with None (``fn`` pads a tensor of its batch shape with 0)."""
+    """A NonTensorStack (or non-tensor data, read as one) padded with None (``fn`` pads a
+    tensor of its batch shape with 0)."""
     flat = flatten_nested(stack.tolist(), len(stack.batch_size))
     positions = fn(torch.arange(1, len(flat) + 1).reshape(stack.batch_size))
     values = [flat[i - 1] if i else None for i in positions.reshape(-1).tolist()]
     nested = torch.arange(len(values)).reshape(positions.shape).tolist()
-    return type(stack).from_list(map_nested(nested, values), positions.shape)
+    kind = type(stack) if _is_stack(type(stack)) else classes.NonTensorStack
+    return kind.from_list(map_nested(nested, values), positions.shape)

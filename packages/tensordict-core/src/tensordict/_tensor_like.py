@@ -25,7 +25,6 @@ from typing import Any
 
 import torch
 
-from tensordict import errors
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._nested_key import NestedKey
 from tensordict._plan import writable_in_place
@@ -198,25 +197,15 @@ class TensorLikeMixin:
             safe: bool = True) -> Any:
         """Pad the batch dims with ``value``: ``pad_size`` holds (before, after) pairs for
         the first batch dims in order (see :func:`tensordict.pad`). ``inplace``: this
-        TensorDict takes the padded entries and batch size. ``safe`` is accepted for
-        compatibility.
+        TensorDict (or lazy stack) takes the padded entries and batch size, its
+        sub-collections kept. ``safe`` is accepted for compatibility.
 
         >>> TensorDict(a=torch.ones(2), batch_size=[2]).pad([1, 0], value=-1.0)["a"]
         tensor([-1.,  1.,  1.])
         """
         from tensordict._stack import pad
 
-        result = pad(self, pad_size, value)
-        if not inplace:
-            return result
-        if self.is_locked:
-            raise errors.locked()
-        if getattr(self, "_tensordict", None).__class__ is not dict:
-            raise RuntimeError(f"pad(inplace=True) is not supported by {type(self).__name__}")
-        for key in list(self._keys_str()):
-            self._del_str(key)
-        self.batch_size = result.batch_size
-        return self._replace_contents(result)
+        return pad(self, pad_size, value, inplace=inplace)
 
     def _quantized(self, dtype: torch.dtype, cast_filter: Callable[..., bool] | None) -> Any:
         def cast(key: NestedKey, x: _Tensor) -> _Tensor:
