@@ -18,7 +18,8 @@ Everything here is public and versioned with the plugin API; a plugin needs no
   :data:`WRITABLE_AS_TENSOR`, :data:`STACKED_UNINITIALIZED`;
 * locks: :func:`unlock_tree`, :data:`LOCKED_BY_PARENT`, :func:`lock_views`;
 * reprs: :func:`compact_layout`, :func:`compact_value`, :func:`sizes`, :func:`indent`,
-  :func:`verbose_entry`, :func:`is_shared`, :data:`Entry`, :data:`Block`;
+  :func:`verbose_entry`, :func:`is_shared`, :data:`Entry`, :data:`Block`, and what the
+  print options choose: :func:`compact_head`, :func:`sorted_keys`, :func:`verbose_tail`;
 * deprecations: :func:`deprecated_fields`.
 
 Example, a leaf-wise method, added by a plugin:
@@ -52,7 +53,7 @@ from tensordict._metadata import LOCKED_BY_PARENT, lock_views, unlock_tree
 from tensordict._nested_key import key_to_path
 from tensordict._nontensor import check_non_tensor_write, unwrap_non_tensor
 from tensordict._pointwise import BINARY, UNARY, PointwiseMixin
-from tensordict._repr import Block, Entry, compact_layout
+from tensordict._repr import Block, Entry, compact_head, compact_layout, sorted_keys, verbose_tail
 from tensordict._repr import _compact_value as compact_value
 from tensordict._repr import _indent as indent
 from tensordict._repr import _is_shared as is_shared
@@ -213,10 +214,11 @@ def pointwise_methods(name: str, fn: Callable[..., torch.Tensor]) -> dict[str, C
 __all__ = [
     "Block", "Entry", "IN_PLACE_POINTWISE", "LOCKED_BY_PARENT", "MATH_MIXINS",
     "STACKED_UNINITIALIZED", "TORCH_FUNCTIONS", "UnsafePickleError", "WRITABLE_AS_TENSOR",
-    "as_device", "as_size", "check_non_tensor_write", "compact_layout", "compact_value",
+    "as_device", "as_size", "check_non_tensor_write", "compact_head", "compact_layout",
+    "compact_value",
     "decode_metadata", "deprecated_fields", "dtype_from_name", "dtype_name",
     "encode_metadata", "from_entries", "indent", "is_row_index", "is_shared",
     "key_to_path", "loads_data", "lock_views", "named_leaves", "pointwise_methods",
-    "sizes", "typed_hook", "typed_like", "unlock_tree", "unwrap_non_tensor",
-    "verbose_entry",
+    "sizes", "sorted_keys", "typed_hook", "typed_like", "unlock_tree", "unwrap_non_tensor",
+    "verbose_entry", "verbose_tail",
 ]

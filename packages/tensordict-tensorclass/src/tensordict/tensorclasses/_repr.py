@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensordict.extending import Block, Entry, compact_layout
+from tensordict.extending import (
+    Block,
+    Entry,
+    compact_head,
+    compact_layout,
+    sorted_keys,
+    verbose_tail,
+)
 from tensordict.extending import compact_value as _compact_value
 from tensordict.extending import indent as _indent
 from tensordict.extending import is_shared as _is_shared
@@ -28,7 +35,7 @@ from tensordict.utils import get_printoptions
 def _entries(obj: Any) -> list[tuple[str, Any]]:
     """``(name, stored value)`` pairs: stored keys sorted, then None fields in order."""
     td = obj._tensordict
-    stored = sorted(td._keys_str())
+    stored = sorted_keys(td._keys_str())
     missing = [name for name in type(obj).__dataclass_fields__ if name not in td.keys()]
     return [(key, td._get_str(key)) for key in stored] + [(name, None) for name in missing]
 
@@ -43,10 +50,8 @@ def _compact_entries(obj: Any) -> list[Entry]:
 def compact_repr(obj: Any) -> str:
     """``Name(batch_size=[3], fields={a: f32[4], b: None})``, a line a field when long."""
     td = obj._tensordict
-    head = f"{type(obj).__name__}(batch_size={_sizes(td.batch_size)}"
-    if td.device is not None:
-        head += f", device={td.device}"
-    return compact_layout(head, [("fields", _compact_entries(obj))])
+    return compact_layout(compact_head(type(obj).__name__, td.batch_size, td.device),
+                          [("fields", _compact_entries(obj))])
 
 
 def nested_compact_block(obj: Any, parent_ndim: int) -> Block:
@@ -63,8 +68,7 @@ def verbose_repr(obj: Any) -> str:
         f"{key}={_indent(_verbose_entry(value)) if value is not None else None}"
         for key, value in _entries(obj)
     ]
-    lines += [f"batch_size={td.batch_size}", f"device={td.device}",
-              f"is_shared={_is_shared(td)}"]
+    lines += verbose_tail(td.batch_size, td.device, lambda: _is_shared(td))
     body = ",\n    ".join(lines)
     return f"{type(obj).__name__}(\n    {body})"
 
