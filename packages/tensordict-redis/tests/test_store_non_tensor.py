@@ -104,3 +104,13 @@ def test_a_locked_store_creates_no_entry_at_an_index(server):
     store[1] = TensorDict(a=torch.tensor(1.0))  # an existing entry: written, as upstream
     again = reopen(store, server)
     assert list(again.keys()) == ["a"] and again["a"].tolist() == [0.0, 1.0, 0.0, 0.0]
+
+
+def test_a_list_is_converted_as_a_tensordict_converts_it(store, server):
+    store["n"] = {"labels": ["a", "b", "c", "d"]}
+    store["numbers"] = [1, 2, 3, 4]
+    with pytest.raises(RuntimeError, match="batch dimension mismatch.*'short'"):
+        store["short"] = [1, 2, 3]
+    again = reopen(store, server)
+    assert again["n", "labels"] == ["a", "b", "c", "d"]
+    assert again["numbers"].tolist() == [1, 2, 3, 4] and "short" not in again.keys()

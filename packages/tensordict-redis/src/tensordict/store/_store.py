@@ -324,7 +324,6 @@ class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
         imported; ``tensorclass_cls`` (the class, or its dotted path ``"pkg.MyClass"``,
         imported if need be) opens any store as a tensorclass whose fields are its keys.
 
-        >>> obs = MyClass.from_store(...)  # doctest: +SKIP
         >>> TensorDictStore.from_store(td_id=store_id, host="127.0.0.1",  # doctest: +SKIP
         ...                            tensorclass_cls="my_pkg.MyClass").obs.shape
         torch.Size([4, 3])
@@ -459,7 +458,7 @@ class TensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, TensorDictBase):
         if not isinstance(value, torch.Tensor) and not is_tensor_collection(value):
             # converted as a TensorDict converts it: a dict nests, numbers and arrays
             # become tensors, a list of one value per element a NonTensorStack
-            value = TensorDict(batch_size=self._batch_size).set("value", value).get("value")
+            value = TensorDict(batch_size=self._batch_size).set(key, value).get(key)
         if getattr(value, "_is_non_tensor", False):
             return value
         shape = value.shape if isinstance(value, torch.Tensor) else value.batch_size
