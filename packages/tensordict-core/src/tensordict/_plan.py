@@ -101,9 +101,9 @@ def check_target(target: _Tensor, key: Any, *, shared_ok: bool = False) -> None:
     """
     if target.requires_grad and torch.is_grad_enabled() and (
             target.is_leaf or (target._is_view() and target._base.is_leaf)):
-        raise InplaceWriteError(f"cannot write in place into the entry {key!r}: it is a leaf "
-                                "that requires grad, or a view of one (write under "
-                                "torch.no_grad())")
+        raise InplaceWriteError(f"cannot write in place into the entry {key!r}: a leaf "
+                                "Variable that requires grad (or a view of one) is being "
+                                "used in an in-place operation (write under torch.no_grad())")
     if not shared_ok and not target.is_contiguous() and any(  # only such a tensor can overlap
             stride == 0 and size > 1 for stride, size in zip(target.stride(), target.shape)):
         raise RuntimeError(f"cannot write in place into the entry {key!r} of shape "
