@@ -78,7 +78,8 @@ def test_element_writes_reach_the_server(store, server):
 def test_bad_writes_change_nothing(store):
     with pytest.raises(RuntimeError, match="batch dimension mismatch"):
         store["c"] = torch.zeros(3)
-    with pytest.raises(KeyError, match="no LazyStackedTensorDictStore"):
+    with pytest.raises(KeyError, match="No LazyStackedTensorDictStore with td_id='missing' "
+                       "found"):  # upstream's words
         LazyStackedTensorDictStore.from_store(td_id="missing", host="127.0.0.1",
                                               port=store._shared.client.connection_pool
                                               .connection_kwargs["port"])

@@ -45,6 +45,15 @@ def test_the_device_of_the_tensordict_is_kept(server):
     assert on_none.device is None and reopen(on_none, server).device is None
 
 
+def test_a_lazy_stack_keeps_its_device(server):
+    stack = lazy_stack([TensorDict(obs=torch.zeros(2), device="cpu"),
+                        TensorDict(obs=torch.ones(3), device="cpu")])
+    store = stack.to_store(**server)
+    assert store.device == torch.device("cpu")
+    again = LazyStackedTensorDictStore.from_store(td_id=store._td_id, **server)
+    assert again.device == torch.device("cpu") and again[1]["obs"].device.type == "cpu"
+
+
 def test_clone_is_a_new_store(server):
     store = TensorDictStore.from_tensordict(sample(), **server)
     copy = store.clone()

@@ -77,8 +77,8 @@ class LazyStackedTensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, Tensor
                 client.mget, space + "__type__", space + "__count__",
                 space + "__inner_batch_size__", space + "__device__")
             if kind != b"lazy_stack":
-                raise KeyError(f"no LazyStackedTensorDictStore with td_id {td_id!r} under "
-                               f"prefix {prefix!r} on this server")
+                raise KeyError(f"No LazyStackedTensorDictStore with td_id={td_id!r} found "
+                               f"(prefix={prefix!r}).")
             count, inner_batch_size = int(stored_count), json.loads(inner)
             device = device if device is not None else (stored_device or b"").decode() or None
         elif count is None:
@@ -100,11 +100,13 @@ class LazyStackedTensorDictStore(StoreHandle, StoreMixin, WriteBackMixin, Tensor
                         unix_socket_path: str | None = None, prefix: str = "tensordict",
                         device: Any = None, **kwargs: Any) -> LazyStackedTensorDictStore:
         """A new store holding the elements of ``lazy_td`` (a lazy stack, or any
-        collection: its first dim is the stack)."""
+        collection: its first dim is the stack), on its device unless ``device`` is
+        given."""
         elements = list(lazy_td.unbind(0))
         store = cls(backend=backend, host=host, port=port, db=db,
                     unix_socket_path=unix_socket_path, prefix=prefix, count=len(elements),
-                    inner_batch_size=lazy_td.batch_size[1:], device=device, **kwargs)
+                    inner_batch_size=lazy_td.batch_size[1:],
+                    device=lazy_td.device if device is None else device, **kwargs)
         store._write_keys(elements)
         return store
 
