@@ -176,3 +176,13 @@ def test_pointwise_in_place_failing_on_one_leaf_writes_none():
     with pytest.raises(TypeError, match="floats only"):
         methods["floor_at_"](td, 0.0)
     assert td["a"].tolist() == [-1.0, 2.0] and td["b"].tolist() == [1, 5]
+
+
+def test_pointwise_in_place_refuses_a_result_the_leaf_cannot_hold():
+    methods = extending.pointwise_methods("halve", lambda x: x / 2)
+    td = TensorDict(a=torch.tensor([2.0]), n=TensorDict(i=torch.tensor([4])))
+    with pytest.raises(RuntimeError, match=r"halve_ cannot write its torch.float32 result "
+                       r"into a leaf of dtype torch.int64"):
+        methods["halve_"](td)
+    assert td["a"].tolist() == [2.0] and td["n", "i"].tolist() == [4]
+    assert methods["halve"](td)["n", "i"].tolist() == [2.0]

@@ -178,7 +178,8 @@ def pointwise_methods(name: str, fn: Callable[..., torch.Tensor]) -> dict[str, C
     tensor leaf, for the ``tensordict_methods`` hook. They work on every tensor
     collection (TensorDict, lazy stacks, tensorclasses): an argument that is a collection
     gives ``fn`` its leaf at the same key; the in-place form writes each result into
-    the existing leaf, all of them checked before the first write.
+    the existing leaf, all of them computed and checked (a result of a dtype the leaf
+    cannot hold is a RuntimeError) before the first write.
 
     >>> methods = pointwise_methods("clamp01", lambda x: x.clamp(0, 1))
     >>> sorted(methods)
@@ -202,7 +203,14 @@ def pointwise_methods(name: str, fn: Callable[..., torch.Tensor]) -> dict[str, C
 
     def method_(self: Any, *args: Any, **kwargs: Any) -> Any:
         collections, call = split(args)
-        return self.apply_(lambda x, *m: call(x, *m, **kwargs), *collections)
+
+        def into(x: torch.Tensor, *matched: Any) -> torch.Tensor:
+            result = call(x, *matched, **kwargs)
+            if not torch.can_cast(result.dtype, x.dtype):
+                raise RuntimeError(f"{name}_ cannot write its {result.dtype} result into a "
+                                   f"leaf of dtype {x.dtype}")
+            return result
+        return self.apply_(into, *collections)
 
     method.__name__ = method.__qualname__ = name
     method_.__name__ = method_.__qualname__ = f"{name}_"
