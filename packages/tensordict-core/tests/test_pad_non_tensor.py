@@ -22,6 +22,8 @@ def test_pad_non_tensor_data_becomes_a_stack_padded_with_none():
     assert out["s"] == ["txt", "txt", None]
     assert out["a"].tolist() == [[1] * 3, [1] * 3, [0] * 3]
     assert pad(td, [1, 0])["n", "t"] == [None, "in", "in"]
+    assert list(out.keys(True)) == list(td.keys(True)) == [
+        "a", "s", ("n", "t"), ("n", "b"), "n"]
     assert td["s"] == "txt" and td.batch_size == (2,)  # the input is left as it was
     kept = pad(td, [0, 0])
     assert type(kept.get("s")).__name__ == "NonTensorData" and kept["s"] == "txt"

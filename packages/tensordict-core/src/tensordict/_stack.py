@@ -681,10 +681,23 @@ def pad(tensordict: Any, pad_size: Sequence[int], value: float = 0.0, inplace: b
     result = _untyped(result)  # a TypedTensorDict gives a TensorDict, as upstream's
     for key, entry in lists.items():
         result.set(key, _pad_stack(entry, lambda x: fn(x, 0)))
+    if lists:
+        _ordered_as(result, tensordict)
     if not inplace:
         return result
     _take_padded(tensordict, result, [tuple(pair) for pair in pairs])
     return tensordict
+
+
+def _ordered_as(out: Any, source: Any) -> None:
+    """List the entries of ``out``, a new TensorDict, and of its sub-TensorDicts in the
+    order of ``source``'s."""
+    entries = out._tensordict
+    ordered = {key: entries[key] for key in source._keys_str() if key in entries}
+    out._tensordict = {**ordered, **entries}
+    for key, value in ordered.items():
+        if value.__class__ is classes.TensorDict:
+            _ordered_as(value, source._get_str(key))
 
 
 def _pads_in_place(td: Any) -> bool:
