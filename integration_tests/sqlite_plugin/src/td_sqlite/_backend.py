@@ -1,0 +1,23 @@
+"""The ``sqlite`` storage backend: what ``td.save(path, backend="sqlite")`` and
+``TensorDict.load(path)`` call."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from td_sqlite._store import is_store
+from td_sqlite._td import SqliteTensorDict
+
+
+class SqliteBackend:
+    """Saves a TensorDict as one SQLite file; loads it as a :class:`SqliteTensorDict`."""
+
+    def save(self, td: Any, path: str | os.PathLike, **kwargs: Any) -> SqliteTensorDict:
+        return SqliteTensorDict.from_tensordict(td, path, **kwargs)
+
+    def load(self, path: str | os.PathLike, **kwargs: Any) -> SqliteTensorDict:
+        return SqliteTensorDict(path, **kwargs)
+
+    def can_load(self, path: str | os.PathLike) -> bool:
+        return is_store(path)
