@@ -5,9 +5,8 @@ not deliberate (those are in ``allowlist.py``): each is to be fixed, and then re
 here, which ``test_differential`` enforces (an entry that no longer differs fails it, as a
 difference found in neither list does). Grouped by kind; the worst first:
 
-- ours raises where upstream writes: fast ``copy_at_`` of a ``_SubTensorDict``'s nested
-  view (and of a Redis store's index view), ``unlock_`` of a memory-mapped TensorDict's
-  sub-TensorDict, a tensorclass's ``rename_key_``/``set_non_tensor`` of a non-field key;
+- ours raises where upstream writes: fast ``copy_at_`` of a Redis store's index view, a
+  tensorclass's ``rename_key_``/``set_non_tensor`` of a non-field key;
 - upstream raises where ours writes: ``update_`` of a NonTensorStack into a NonTensorData
   through views, a tensorclass's ``_get_sub_tensordict`` taking keys, ``setdefault`` of a
   non-field key in a tensorclass context;
@@ -26,10 +25,7 @@ OPEN: dict[str, str] = {
     # another exception (2)
     "h5/nested_int/update__str": EXCEPTION,
     "zarr/nested_int/update__str": EXCEPTION,
-    # ours raises, upstream writes (7)
-    "memmap/nested/unlock_": OURS_RAISES,
-    "sub_td/int_nested/copy_at_": OURS_RAISES,
-    "sub_td/nested/copy_at_": OURS_RAISES,
+    # ours raises, upstream writes (4)
     "tensorclass/ctx_to_dtype/rename_key_": OURS_RAISES,
     "tensorclass/ctx_to_dtype/set_non_tensor_new": OURS_RAISES,
     "tensorclass/self/rename_key_": OURS_RAISES,

@@ -102,3 +102,28 @@ def test_fast_false_is_update_at():
     ls = _lazy()
     ls.copy_at_(_row(3.0, None), 1, fast=False)
     assert ls["a"][1].tolist() == [3.0] * 3
+
+
+@pytest.mark.parametrize("reach", ["nested", "int_nested", "slice_nested"])
+def test_a_sub_tensordict_of_an_index_view_takes_the_fast_path(reach):
+    """``td._get_sub_tensordict(i)["n"]`` stands for upstream's TensorDict of views of
+    ``td["n"][i]``: the fast path writes through it (the index view itself refuses)."""
+    parent = TensorDict({"n": {"c": torch.zeros(2, 2, 3)}}, [2, 2, 3])
+    sub = parent._get_sub_tensordict(0)
+    target = {"nested": lambda: sub["n"], "int_nested": lambda: sub[1]["n"],
+              "slice_nested": lambda: sub[1:]["n"]}[reach]()
+    assert target.copy_at_(target[0].apply(lambda x: x + 5), 0) is target
+    written = {"nested": (0, 0), "int_nested": (0, 1, 0), "slice_nested": (0, 1)}[reach]
+    assert parent["n", "c"][written].eq(5).all()
+    assert parent["n", "c"].eq(5).sum() == (1 if reach == "int_nested" else 3)
+    with pytest.raises(RuntimeError, match=FAST):
+        sub.copy_at_(sub[0].apply(lambda x: x + 5), 0)
+
+
+def test_a_sub_tensordict_of_a_mask_view_refuses_the_fast_path():
+    parent = TensorDict({"n": {"c": torch.zeros(2, 3)}}, [2, 3])
+    target = parent._get_sub_tensordict(torch.tensor([True, False]))["n"]
+    with pytest.raises(RuntimeError, match=FAST):
+        target.copy_at_(target[0].apply(lambda x: x + 5), 0)
+    target.copy_at_(target[0].apply(lambda x: x + 5), 0, fast=False)
+    assert parent["n", "c"][0].eq(5).all() and parent["n", "c"][1].eq(0).all()

@@ -469,3 +469,28 @@ def test_memmap_in_place_of_a_consolidated_collection_ends_the_consolidation(tmp
     out = pickle.loads(pickle.dumps(td))
     assert isinstance(out["a"], MemoryMappedTensor)
     assert torch.equal(out["a"], torch.arange(3.0)) and torch.equal(out["b", "c"], torch.ones(3))
+
+
+@pytest.mark.parametrize("how", ["memmap", "memmap_"])
+def test_a_memmapped_sub_tensordict_unlocks_alone(tmp_path, how):
+    """As upstream's, memmap locks each sub-TensorDict on its own: one can be unlocked
+    alone, its parent staying locked; a new entry then lives in memory only, as after
+    unlocking the whole."""
+    source = _sample()
+    td = source.memmap(tmp_path) if how == "memmap" else source.memmap_(tmp_path)
+    nested = td["next"]
+    assert td.is_locked and nested.is_locked and nested["deep"].is_locked
+    assert nested.unlock_() is nested
+    assert td.is_locked and not nested.is_locked and not td["next", "deep"].is_locked
+    assert td.is_memmap() and not nested.is_memmap()
+    nested["new"] = torch.zeros(3)
+    with pytest.raises(RuntimeError, match="locked"):
+        td["other"] = torch.zeros(3)
+    assert "new" in td["next"].keys()
+    loaded = TensorDict.load_memmap(tmp_path)
+    assert ("next", "new") not in loaded.keys(True) and ("next", "reward") in loaded.keys(True)
+    td.unlock_()
+    assert not td.is_locked and not td["next"].is_locked
+    td.lock_()
+    with pytest.raises(RuntimeError, match="locked"):
+        td["next"].unlock_()

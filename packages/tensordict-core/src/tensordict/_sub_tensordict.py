@@ -71,9 +71,9 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
     tensor([1., 0., 1.])
     """
 
-    __slots__ = ("_source", "idx", "_batch_size", "__weakref__")
+    __slots__ = ("_source", "idx", "_batch_size", "_nested", "__weakref__")
 
-    def __init__(self, source: Any, idx: Any) -> None:
+    def __init__(self, source: Any, idx: Any, nested: bool = False) -> None:
         parts = normalize_index(idx, source.batch_size)
         if any(part.__class__ is slice and (part.step or 1) < 0 for part in parts):
             raise ValueError(f"step must be greater than zero (index {idx!r}), as for a "
@@ -81,6 +81,9 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
         self._source = source
         self.idx = parts
         self._batch_size = indexed_size(source.batch_size, parts)
+        # a sub-collection of an index view (``view["nested"]``), where upstream gives a
+        # TensorDict of views: fast ``copy_at_`` takes it as one
+        self._nested = nested
 
     def get_parent_tensordict(self) -> Any:
         """The collection this view indexes.
@@ -93,10 +96,10 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
 
     def _view(self, collection: Any) -> _SubTensorDict:
         """A view of ``collection`` (a sub-collection of the source) at this index."""
-        return _SubTensorDict(collection, self.idx)
+        return _SubTensorDict(collection, self.idx, nested=True)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return type(self), (self._source, self.idx)
+        return type(self), (self._source, self.idx, self._nested)
 
     # -- metadata ------------------------------------------------------------------------
     @property

@@ -261,7 +261,8 @@ class TensorLikeMixin:
                  fast: bool = True) -> Any:
         """Copy the tensor leaves of ``tensordict`` into this one's at the batch index
         ``idx`` (in place); returns self. ``fast=True`` requires both to be TensorDicts (at
-        every depth: no lazy stack, view or tensorclass), every tensor leaf of
+        every depth: no lazy stack, view or tensorclass; but a sub-TensorDict of an index
+        view, ``td._get_sub_tensordict(0)["n"]``, as upstream's), every tensor leaf of
         ``tensordict`` to exist here with the shape ``self[idx]`` gives it, and a basic
         index (integers, slices, None, Ellipsis); non-tensor data of ``tensordict`` is
         skipped. Otherwise RuntimeError, before any write. ``fast=False`` is
@@ -273,6 +274,11 @@ class TensorLikeMixin:
         """
         if not fast:
             return self.update_at_(tensordict, idx, non_blocking=non_blocking)
+        if self.__class__ is classes._SubTensorDict and self._nested:
+            views = _tensordict_of_views(self)  # a sub-TensorDict of an index view
+            if views is not None:
+                views.copy_at_(tensordict, idx, non_blocking)
+                return self
         if self.__class__ is not classes.TensorDict or \
                 tensordict.__class__ is not classes.TensorDict or not _is_basic_index(idx):
             raise RuntimeError(_FAST_COPY_ERROR)
@@ -317,7 +323,7 @@ class TensorLikeMixin:
         if value is default and default is not NO_DEFAULT:
             return default
         if isinstance(value, classes.TensorDictBase) and not value._is_non_tensor:
-            return classes._SubTensorDict(value, index)
+            return classes._SubTensorDict(value, index, nested=True)
         return value[index]  # a tensor, non-tensor data, a tensorclass
 
     def _read_at(self, index: Any) -> Any:
@@ -422,6 +428,19 @@ def _copy_pairs(dest: Any, source: Any, batch: torch.Size, ndim: int,
             _copy_pairs(target, value, batch, ndim, pairs)
         else:
             raise RuntimeError(_FAST_COPY_ERROR)
+
+
+def _tensordict_of_views(view: Any) -> Any:
+    """The TensorDict of views of its data that the index view ``view`` (a
+    ``_SubTensorDict``, of a TensorDict or of another such view) stands for, as upstream
+    gives for a sub-TensorDict of an index view; None where an index is no basic index
+    (the entries would be copies) or the data is not a TensorDict's."""
+    source = view._source
+    if source.__class__ is classes._SubTensorDict:
+        source = _tensordict_of_views(source)
+    if source.__class__ is not classes.TensorDict or not _is_basic_index(view.idx):
+        return None
+    return source._index(view.idx)
 
 
 def _is_basic_index(idx: Any) -> bool:

@@ -241,7 +241,7 @@ def _adopt(old: Any, new: Any) -> Any:
         if isinstance(old, TensorDict):
             old._device = new.device
     if new.is_locked and not old.is_locked:
-        old._propagate_lock(True)  # as save: no exit action, no reference cycle
+        _save.lock_levels(old)
     if _state.is_memmap(new):
         _state.mark(old, _state.saved_path(new))
     return old

@@ -33,6 +33,7 @@ from typing import Any
 
 import torch
 
+from tensordict import TensorDict
 from tensordict.extending import typed_hook, typed_like
 from tensordict.memmap import _atomic, _fake, _layout, _nested, _state, _tensor
 from tensordict.memmap import _saved_non_tensor as _saved
@@ -419,10 +420,21 @@ def _lock_and_mark(result: Any, node: _Node) -> None:
     if node.kind in ("nontensor", "nontensorstack"):
         return
     target = data_of(result)
-    # not lock_(): as upstream, a with block does not unlock the result, and no exit
-    # action (a bound method) keeps it alive in a reference cycle until the GC runs
-    target._propagate_lock(True)
+    lock_levels(target)
     _mark_tree(target, node.children["_tensordict"] if node.kind == "tensorclass" else node)
+
+
+def lock_levels(collection: Any) -> None:
+    """Lock ``collection`` and, each on its own, its sub-TensorDicts, as upstream's memmap
+    does: one can be unlocked alone, its parent staying locked (its new entries then live
+    in memory only, as after unlocking the whole). Not ``lock_()``: as upstream, a with
+    block does not unlock the result, and no exit action (a bound method) keeps it alive
+    in a reference cycle until the GC runs."""
+    collection._propagate_lock(True)
+    if collection.__class__ is TensorDict:
+        for value in collection.values():
+            if value.__class__ is TensorDict:
+                lock_levels(value)
 
 
 def _mark_tree(collection: Any, node: _Node) -> None:
