@@ -29,7 +29,8 @@ MODULES = [
 ]
 
 # modules documented with automodule: every public name is rendered from the module
-AUTOMODULES = ["tensordict.hookspecs", "tensordict.plugins", "tensordict.errors"]
+AUTOMODULES = ["tensordict.hookspecs", "tensordict.plugins", "tensordict.extending",
+               "tensordict.errors"]
 
 
 def reference_text() -> str:
@@ -71,7 +72,8 @@ def test_plugin_contributions_are_in_the_reference() -> None:
             if implementation is not None:
                 contributed.update(implementation())
     assert {"memmap", "send", "tensorclass", "TensorDictParams"} <= contributed
-    missing = sorted(contributed - names)
+    # a dotted name is an attribute of a module of core (prototype.fx.symbolic_trace)
+    missing = sorted(name for name in contributed if name.rsplit(".", 1)[-1] not in names)
     assert not missing, f"plugin-provided names absent from docs/reference: {missing}"
 
 
