@@ -23,8 +23,6 @@ from allowlist import (
 
 OPEN: dict[str, str] = {
     # another exception (2)
-    "h5/nested_int/update__str": EXCEPTION,
-    "zarr/nested_int/update__str": EXCEPTION,
     # ours raises, upstream writes (4)
     "tensorclass/ctx_to_dtype/rename_key_": OURS_RAISES,
     "tensorclass/ctx_to_dtype/set_non_tensor_new": OURS_RAISES,
@@ -46,7 +44,6 @@ OPEN: dict[str, str] = {
     "tensorclass/tuple/set_non_tensor_new": OURS_RAISES_LOST,
     # upstream raises, ours writes (29)
     "dense/ctx_unsqueeze/update__stack": UP_RAISES,
-    "h5/self/update__stack": UP_RAISES,
     "lazy/ctx_unsqueeze/update__stack": UP_RAISES,
     "memmap/ctx_unsqueeze/update__stack": UP_RAISES,
     "nested/ctx_unsqueeze/update__stack": UP_RAISES,
@@ -73,5 +70,4 @@ OPEN: dict[str, str] = {
     "tensorclass/sub_td/setitem_td": UP_RAISES,
     "tensorclass/sub_td/update": UP_RAISES,
     "tensorclass/sub_td/update_ktu_creates": UP_RAISES,
-    "zarr/self/update__stack": UP_RAISES,
 }

@@ -368,3 +368,17 @@ def test_non_tensor_writes_at_an_index_of_a_view_reach_that_element_alone(write)
     td.set_non_tensor("s", "orig")
     write(td._get_sub_tensordict(1))
     assert td.get("s").tolist() == [["orig"] * 3, ["new", "orig", "orig"]]  # as upstream
+
+
+def test_update__of_a_value_that_is_no_tensor_for_a_missing_key_is_upstreams_type_error():
+    td = TensorDict({"a": torch.zeros(3), "n": {"c": torch.zeros(3, 2)}}, [3])
+    view = td._get_sub_tensordict(0)
+    for source in ({"zz": "new"}, {"zz": 1}, {"n": {"zz": "x"}}):
+        with pytest.raises(TypeError, match="zz") as info:
+            view.update_(source)
+        assert isinstance(info.value, KeyError)  # and the KeyError naming the key
+    with pytest.raises(KeyError, match="zz") as info:  # tensors: the KeyError alone
+        view.update_({"zz": torch.zeros(())})
+    assert not isinstance(info.value, TypeError)
+    assert set(td.keys(True, True)) == {"a", ("n", "c")}
+    assert not td["a"].any() and not td["n", "c"].any()

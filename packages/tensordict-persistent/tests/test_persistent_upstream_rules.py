@@ -83,3 +83,19 @@ def test_a_row_read_back_writes_its_tensors(ptd):
     with reopened(ptd) as again:
         assert again["obs"][2].tolist() == [100.0, 101.0, 102.0]
         assert again["obs"][1].tolist() == [3.0, 4.0, 5.0]
+
+
+def test_update__checks_non_tensor_entries_as_every_collection(ptd, read_text):
+    from tensordict import NonTensorStack
+
+    with pytest.raises(RuntimeError, match="NonTensorStack"):  # as upstream's (and dense)
+        ptd.update_({"name": NonTensorStack("p", "q", "r", "s"),
+                     "obs": torch.ones(4, 3)})
+    with pytest.raises(TypeError, match='"s"') as info:  # upstream: TypeError for a str
+        ptd["next"][0].update_({"s": "new"})
+    assert isinstance(info.value, KeyError)
+    ptd.update_({"name": "other"})  # a string over a string lands
+    with reopened(ptd) as again:
+        assert again["name"] == read_text("other")
+        assert torch.equal(again["obs"], sample()["obs"])
+        assert sorted(again["next"].keys()) == ["reward"]

@@ -294,7 +294,17 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
             raise errors.locked()
         return TensorDictBase.update(self, input_dict_or_td, clone, True, **kwargs)
 
-    update_ = DictMixin.update_  # (checked ahead, written through _plan_set_)
+    def update_(self, input_dict_or_td: Mapping[NestedKey, Any] | TensorDictBase,
+                clone: bool = False, **kwargs: Any) -> _SubTensorDict:
+        """``DictMixin.update_`` (checked ahead, written through ``_plan_set_``). A key
+        the view lacks raises MissingKeyTypeError where the input holds a value that is
+        not a tensor (a str, a number): the KeyError, and upstream's TypeError for it."""
+        try:
+            return DictMixin.update_(self, input_dict_or_td, clone, **kwargs)
+        except errors.MissingKeyError as err:
+            if type(err) is not errors.MissingKeyError or _tensors_only(input_dict_or_td):
+                raise
+            raise errors.MissingKeyTypeError(*err.args) from None
 
     def _write_entries(self, writes: list[tuple[tuple[str, ...], str, Any]], inplace: bool,
                        non_blocking: bool) -> None:
@@ -377,6 +387,16 @@ class _SubTensorDict(WriteBackMixin, TensorDictBase):
         """How a view shows as an entry of a compact repr (a view's sub-TensorDict)."""
         extra = self._batch_size[batch_ndim:]
         return f"{type(self).__name__}{_sizes(extra) if extra else ''}", compact_entries(self)
+
+
+def _tensors_only(source: Any) -> bool:
+    """Whether every value of ``source`` (a mapping or a collection) is a tensor or holds
+    only tensors."""
+    values = source.values(True, True, is_leaf=is_leaf_nontensor) \
+        if is_tensor_collection(source) else source.values()
+    return all(isinstance(value, torch.Tensor) or (
+        isinstance(value, Mapping) and not getattr(value, "_is_non_tensor", False)
+        and _tensors_only(value)) for value in values)
 
 
 def _reads_copies(collection: Any) -> bool:

@@ -43,7 +43,7 @@ import torch
 
 from tensordict._collection import classes, is_tensor_collection
 from tensordict._keys import is_leaf_nontensor
-from tensordict._nontensor import unwrap_non_tensor
+from tensordict._nontensor import check_non_tensor_write, is_non_tensor, unwrap_non_tensor
 from tensordict._plan import WritePlan
 from tensordict._update_keys import update_paths
 
@@ -196,6 +196,10 @@ class WriteBackMixin:
             if isinstance(value, torch.Tensor) and shape is not None:
                 check_fits(value.shape, shape, key)
                 value = value.expand(shape)
+            elif is_non_tensor(value):  # over a non-tensor entry: as every collection checks
+                present = self.get(key)
+                if is_non_tensor(present):
+                    check_non_tensor_write(present, value, key)
             writes.append((key, value))
         if missing is not None and (not writes or paths is not None):
             raise missing
