@@ -43,6 +43,12 @@ def _is_dataclass_instance(obj: Any) -> bool:
     return dataclasses.is_dataclass(obj) and not isinstance(obj, type)
 
 
+def _is_data_frame(obj: Any) -> bool:
+    """Whether ``obj`` is a pandas DataFrame (told without importing pandas)."""
+    return any(base.__name__ == "DataFrame" and base.__module__.startswith("pandas")
+               for base in type(obj).__mro__)
+
+
 _IGNORED_BATCH_DIMS = (
     "{name} ignores batch_dims={batch_dims} without auto_batch_size=True. Starting with "
     "TensorDict 0.17, the default will change to turning auto_batch_size on when "
@@ -348,7 +354,9 @@ class ConvertMixin:
                  batch_size: Any = None) -> Any:
         """Convert ``obj`` recursively: a dict, namedtuple, dataclass, tuple or NumPy
         structured array becomes a TensorDict, a list a tensor (numbers of one type) or a
-        NonTensorStack; a tensor, a tensor collection or anything else is returned as it is.
+        NonTensorStack, a pandas DataFrame what :meth:`from_pandas` gives (it needs
+        tensordict-tabular); a tensor, a tensor collection or anything else is returned as
+        it is.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -374,6 +382,8 @@ class ConvertMixin:
             return cls.from_tuple(obj, batch_dims=batch_dims, **options)
         if obj.__class__ is list:
             return _from_list(obj)
+        if _is_data_frame(obj):  # through from_pandas (tensordict-tabular)
+            return cls.from_pandas(obj, batch_dims=batch_dims, **options)
         return obj
 
     def to_struct_array(self) -> np.ndarray:

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from tensordict import NonTensorStack, TensorDict, is_non_tensor, is_tensorclass
+from tensordict import NonTensorStack, TensorDict, errors, is_non_tensor, is_tensorclass
 from tensordict.utils import acts_as_tensordict
 
 #: A column: a 1-D tensor, or a list of Python values (one per row).
@@ -106,16 +106,19 @@ def build(cols: dict[str, Any], rows: int, *, auto_batch_size: bool = False,
           batch_dims: int | None = None,
           device: torch.device | str | int | None = None,
           batch_size: Sequence[int] | None = None, separator: str | None = None,
-          dtype: torch.dtype | None = None) -> Any:
+          dtype: torch.dtype | None = None, op: str = "from_arrow") -> Any:
     """A TensorDict holding ``cols``: tensors, tensordicts (struct columns) or
     lists of Python values (stored as a NonTensorStack, one value per row).
 
     Names are split on ``separator``; numeric and boolean tensors are cast to ``dtype``;
     the batch size is ``[rows]`` unless ``batch_size`` or ``auto_batch_size`` says
-    otherwise; ``device`` moves the result.
+    otherwise (both: ArgumentError naming ``op``, the function called, a TypeError as
+    upstream's and a ValueError); ``device`` moves the result.
     """
     if auto_batch_size and batch_size is not None:
-        raise ValueError("auto_batch_size and batch_size are exclusive: pass one of them.")
+        raise errors.ArgumentError(
+            f"Conflicting batch sizes in {op}: batch_size and auto_batch_size cannot be both "
+            f"specified (they are exclusive: pass one of them).")
     td = TensorDict(batch_size=[rows])
     for name, column in cols.items():
         if column.__class__ is list:

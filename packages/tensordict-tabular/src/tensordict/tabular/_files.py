@@ -42,13 +42,13 @@ def _existing(path: PathLike) -> str:
     return source
 
 
-def _from_table(table: pa.Table, *, auto_batch_size: bool, batch_dims: int | None,
+def _from_table(table: pa.Table, op: str, *, auto_batch_size: bool, batch_dims: int | None,
                 device: DeviceType | None, batch_size: torch.Size | None,
                 separator: str | None, dtype: torch.dtype | None) -> TensorDict:
     cols, _ = _arrow.table_columns(table, nulls=_arrow.NULLS_AS_NAN)
     return _columns.build(cols, table.num_rows, auto_batch_size=auto_batch_size,
                           batch_dims=batch_dims, device=device, batch_size=batch_size,
-                          separator=separator, dtype=dtype)
+                          separator=separator, dtype=dtype, op=op)
 
 
 def _table(td: TensorDictBase, separator: str | None) -> pa.Table:
@@ -78,8 +78,9 @@ def from_parquet(path: PathLike, *, auto_batch_size: bool = False,
     import pyarrow.parquet as pq
 
     table = pq.read_table(_existing(path), columns=columns, **kwargs)
-    return _from_table(table, auto_batch_size=auto_batch_size, batch_dims=batch_dims,
-                       device=device, batch_size=batch_size, separator=separator, dtype=dtype)
+    return _from_table(table, "from_parquet", auto_batch_size=auto_batch_size,
+                       batch_dims=batch_dims, device=device, batch_size=batch_size,
+                       separator=separator, dtype=dtype)
 
 
 def to_parquet(td: TensorDictBase, path: PathLike, *, separator: str | None = None,
@@ -128,8 +129,9 @@ def from_csv(path: PathLike, *, auto_batch_size: bool = False, batch_dims: int |
 
     kwargs.setdefault("convert_options", pyarrow.csv.ConvertOptions(strings_can_be_null=True))
     table = pyarrow.csv.read_csv(_existing(path), **kwargs)
-    return _from_table(table, auto_batch_size=auto_batch_size, batch_dims=batch_dims,
-                       device=device, batch_size=batch_size, separator=separator, dtype=dtype)
+    return _from_table(table, "from_csv", auto_batch_size=auto_batch_size,
+                       batch_dims=batch_dims, device=device, batch_size=batch_size,
+                       separator=separator, dtype=dtype)
 
 
 def to_csv(td: TensorDictBase, path: PathLike, *, separator: str | None = None,
@@ -203,8 +205,9 @@ def from_json(path: PathLike, *, auto_batch_size: bool = False, batch_dims: int 
                              "to convert a single JSON object, json.load it and pass it to "
                              "TensorDict.from_dict.")
         table = pa.Table.from_pylist(records)
-    return _from_table(table, auto_batch_size=auto_batch_size, batch_dims=batch_dims,
-                       device=device, batch_size=batch_size, separator=separator, dtype=dtype)
+    return _from_table(table, "from_json", auto_batch_size=auto_batch_size,
+                       batch_dims=batch_dims, device=device, batch_size=batch_size,
+                       separator=separator, dtype=dtype)
 
 
 def to_json(td: TensorDictBase, path: PathLike, *, separator: str | None = None,

@@ -16,14 +16,17 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from tensordict import is_tensorclass
 from tensordict.tabular import _arrow, _files, _mds, _pandas
 
 
 def _constructor(func: Callable[..., Any]) -> classmethod:
-    """``func`` as a class method that ignores the class (``TensorDict.from_csv(path)``)."""
+    """``func`` as a class method (``TensorDict.from_csv(path)``); on a tensorclass it
+    returns that class (``MyClass.from_csv(path)`` is a ``MyClass``), as upstream."""
 
     def method(cls: type, *args: Any, **kwargs: Any) -> Any:
-        return func(*args, **kwargs)
+        td = func(*args, **kwargs)
+        return cls.from_tensordict(td) if is_tensorclass(cls) else td
 
     functools.update_wrapper(method, func, updated=())
     del method.__wrapped__  # type: ignore[attr-defined]

@@ -68,7 +68,7 @@ def from_pandas(dataframe: Any, *, auto_batch_size: bool = False,
     cols = {str(name): _series_column(series, pandas) for name, series in dataframe.items()}
     return _columns.build(cols, len(dataframe), auto_batch_size=auto_batch_size,
                           batch_dims=batch_dims, device=device, batch_size=batch_size,
-                          separator=separator, dtype=dtype)
+                          separator=separator, dtype=dtype, op="from_pandas")
 
 
 def _series_column(series: Any, pandas: Any) -> Any:
