@@ -5,7 +5,9 @@
   ``_metadata`` attribute. ``load_state_dict`` copies it back (in place by default).
 * Pickling (``pickle``, ``copy``, ``torch.save``/``torch.load``, multiprocessing) stores
   the slots of the object, without the context-manager stack; a consolidated collection
-  (see ``consolidate``) stores its one flat buffer and the metadata to rebuild it. The
+  (see ``consolidate``) stores its one flat buffer and the metadata to rebuild it. With
+  protocol 5 the CPU leaves (or that buffer) are ``PickleBuffer``s, handed out of band
+  to a ``buffer_callback`` (Ray, shared memory): see ``tensordict._out_of_band``. The
   tensordict classes are registered with ``torch.serialization.add_safe_globals`` when
   defined, so ``torch.load(path)`` (``weights_only=True``, the default) loads a saved
   TensorDict.
@@ -27,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import copyreg
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -37,6 +40,7 @@ from tensordict._collection import classes
 from tensordict._consolidate import mark_consolidated, rebuild, storage_and_metadata
 from tensordict._metadata import LOCKED_BY_PARENT
 from tensordict._nontensor import NonTensorData
+from tensordict._out_of_band import out_of_band_state
 from tensordict._plan import in_place_ready
 
 _Tensor = torch.Tensor
@@ -77,6 +81,14 @@ class SerializationMixin:
             allow_weights_only_load(cls)
 
     # -- pickling -------------------------------------------------------------------------
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        reduced = object.__reduce_ex__(self, protocol)
+        if protocol < 5 or reduced[0] is not copyreg.__newobj__ or \
+                reduced[2].__class__ is not dict:  # (a class of its own __reduce__)
+            return reduced
+        # protocol 5: the leaves as PickleBuffers (out of band given a buffer_callback)
+        return (reduced[0], reduced[1], out_of_band_state(reduced[2]), *reduced[3:])
+
     def __getstate__(self) -> dict[str, Any]:
         consolidated = storage_and_metadata(self)
         if consolidated is not None:  # one buffer, not one tensor per leaf
