@@ -168,12 +168,13 @@ def test_lazy_stack_flattens_into_its_tensordicts():
     assert torch.equal(out.tensordicts[1]["b"], parts[1]["b"] + 1)
 
 
-def test_vmap_over_the_dims_of_a_lazy_stack_of_non_tensor_data_raises_clearly():
-    from tensordict import lazy_stack
+def test_vmap_over_the_dims_of_a_lazy_stack_with_hooks_raises_clearly():
+    from tensordict import LazyStackedTensorDict
 
-    # (a lazy stack of tensors goes through vmap as one unit: see test_vmap_lazy.py)
-    stacked = lazy_stack([TensorDict(a=torch.zeros(3), s="x", batch_size=[3]),
-                          TensorDict(a=torch.ones(3), s="y", batch_size=[3])], 0)
+    # (other lazy stacks go through vmap as one unit: see test_vmap_lazy.py)
+    stacked = LazyStackedTensorDict(TensorDict(a=torch.zeros(3), batch_size=[3]),
+                                    TensorDict(a=torch.ones(3), batch_size=[3]),
+                                    hook_out=lambda x: x)
     with pytest.raises(ValueError, match="contiguous"):
         torch.vmap(lambda t: t["a"] + 1)(stacked)
     out = torch.vmap(lambda x, t: t["a"] + x, (0, None))(torch.ones(2), stacked)

@@ -90,11 +90,10 @@ def test_chunked_and_nested_vmap():
     assert torch.allclose(inner["m"], params["w"].mean(-1))
 
 
-def test_other_collections_and_dims_take_the_pytree_route(flattened):
-    text = TensorDict(a=torch.arange(3.0), s="x", batch_size=[3])
+def test_dims_past_the_batch_dims_take_the_pytree_route(flattened):
+    text = TensorDict(a=torch.arange(3.0), s="x", batch_size=[3])  # one unit
     out = torch.vmap(lambda t: t.set("b", t["a"] + 1))(text)
-    assert flattened and out["s"] == "x" and torch.equal(out["b"], torch.arange(1.0, 4.0))
-    flattened.clear()
+    assert not flattened and out["s"] == "x" and torch.equal(out["b"], torch.arange(1.0, 4.0))
     wide = TensorDict(a=torch.zeros(3, 4), batch_size=[3])
     assert torch.vmap(lambda t: t, in_dims=1)(wide)["a"].shape == torch.Size([4, 3])
     assert flattened

@@ -243,3 +243,19 @@ def test_in_chunks(in_dim):
     assert torch.equal(out, stack["a"].movedim(in_dim, 0) * 2)
     pieces = stack.tensor_split((2, 3), 0)
     assert [tuple(p.batch_size) for p in pieces] == [(2, 4), (1, 4), (0, 4)]
+
+
+@pytest.mark.parametrize("in_dim,expected", [(0, ((2, 3), 0)), (1, ((3, 2), 1))])
+def test_non_tensor_data_and_unbatched_tensors_go_along(in_dim, expected):
+    from tensordict import UnbatchedTensor
+
+    stack = lazy_stack([TensorDict(a=torch.arange(3.0) + i, s=f"x{i}",
+                                   u=UnbatchedTensor(torch.ones(5)), batch_size=[3])
+                        for i in range(2)])
+    assert torch.equal(torch.vmap(lambda t: t["a"] + 1, in_dim)(stack),
+                       stack["a"].movedim(in_dim, 0) + 1)
+    out = torch.vmap(lambda t: t, in_dim)(stack)
+    assert (tuple(out.batch_size), out.stack_dim) == expected
+    assert [part["s"] for part in out.tensordicts] == ["x0", "x1"]
+    assert type(out.tensordicts[0].get("u")) is UnbatchedTensor
+    assert out.tensordicts[0]["u"].shape == (5,)

@@ -15,7 +15,7 @@ from tensordict import (
     TensorDict,
     is_non_tensor,
 )
-from tensordict._pytree import _fit_non_tensor
+from tensordict._vmap_lazy import fit_non_tensor as _fit_non_tensor
 from tensordict.nn import EnsembleModule, TensorDictModule, TensorDictModuleBase
 
 

@@ -53,6 +53,7 @@ from torch.utils import _pytree as pytree
 
 from tensordict._collection import acts_as_tensordict, classes
 from tensordict._vmap import LEAVING
+from tensordict._vmap_lazy import fit_non_tensor, inserted_dim
 
 _functorch = torch._C._functorch
 _Tensor = torch.Tensor
@@ -256,14 +257,6 @@ def _flatten_with_keys(td: Any) -> tuple[list[tuple[Any, Any]], _Context]:
     return list(zip(paths, flat)), context
 
 
-def _inserted_dim(new: torch.Size, old: torch.Size) -> int:
-    """The position of the dim ``new`` has more than ``old`` (first match)."""
-    for dim in range(len(new)):
-        if new[:dim] + new[dim + 1:] == old:
-            return dim
-    return len(new)
-
-
 def _follow_vmap(leaf: _Tensor | None, context: _Context
                  ) -> tuple[torch.Size, tuple[str | None, ...] | None]:
     """The batch size and names after a vmap level was entered or left, if one was."""
@@ -281,7 +274,7 @@ def _follow_vmap(leaf: _Tensor | None, context: _Context
             batch_size = batch_size[:dim] + batch_size[dim + 1:]
             names = None if names is None else names[:dim] + names[dim + 1:]
     elif current < level and leaf.dim() == len(shape) + 1:
-        dim = _inserted_dim(leaf.shape, shape)  # leaving vmap: outputs gained this dim
+        dim = inserted_dim(leaf.shape, shape)  # leaving vmap: outputs gained this dim
         if dim <= ndim:
             batch_size = leaf.shape[: ndim + 1]
             names = None if names is None else names[:dim] + (None,) + names[dim:]
@@ -326,34 +319,6 @@ def _fitting_size(children: list[Any], batch_size: torch.Size, leaf: _Tensor | N
     return torch.Size(common)
 
 
-def _fit_non_tensor(value: Any, batch_size: torch.Size) -> Any:
-    """``value`` (a non-tensor entry) under a parent of batch size ``batch_size``.
-
-    Non-tensor data cannot be mapped: ``NonTensorData`` takes the new batch size; a
-    ``NonTensorStack`` is repeated along the one dim the batch size gained (leaving
-    ``vmap``), widened by new trailing dims, and else kept whole (``vmap`` hid one of its
-    dims: as upstream, it comes out as it went in).
-
-    >>> from tensordict import NonTensorStack
-    >>> _fit_non_tensor(NonTensorStack(NonTensorStack("a", "b")), torch.Size([2])).tolist()
-    [['a', 'b']]
-    >>> _fit_non_tensor(NonTensorStack("a", "b"), torch.Size([3, 2])).tolist()[2]
-    ['a', 'b']
-    """
-    own = value.batch_size
-    if own == batch_size:
-        return value
-    if not hasattr(value, "tensordicts"):  # NonTensorData
-        return value._rebatch(batch_size)
-    if len(batch_size) == len(own) + 1:
-        dim = _inserted_dim(batch_size, own)
-        if dim < len(batch_size):  # vmap left: the stack is the same in each map
-            return value.unsqueeze(dim).expand(batch_size)
-    if batch_size[: len(own)] == own:  # more trailing dims
-        return value._rebatch(batch_size)
-    return value  # fewer dims, or vmap hid one of its dims: kept whole
-
-
 def _unflatten(children: Any, context: _Context) -> Any:
     flat = children if children.__class__ is list else list(children)
     return _rebuild(flat, context, _no_functorch())
@@ -390,7 +355,7 @@ def _rebuild(flat: list[Any], context: _Context, outside: bool) -> Any:
             batch_size, names = fitted, names if len(fitted) == len(batch_size) else None
     entries = dict(zip(context.keys, children))  # zip drops the carrier
     for key, value in context.non_tensor:
-        entries[key] = _fit_non_tensor(value, batch_size)
+        entries[key] = fit_non_tensor(value, batch_size)
     if names is not None and len(names) != len(batch_size):
         names = None
     return context.cls._from_entries(entries, batch_size, context.device, names)
@@ -412,7 +377,7 @@ def _unflatten_lazy(children: Any, context: tuple[int, torch.Size]) -> Any:
             "pass it with in_dims=None"
         )
     grown = next((size for size in sizes if len(size) == len(part_size) + 1), None)
-    if grown is not None and _inserted_dim(grown, part_size) <= stack_dim:
+    if grown is not None and inserted_dim(grown, part_size) <= stack_dim:
         stack_dim += 1
     return classes.LazyStackedTensorDict(*children, stack_dim=stack_dim)
 

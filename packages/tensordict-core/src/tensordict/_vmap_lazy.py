@@ -75,7 +75,7 @@ def holds_lazy(td: Any) -> bool | None:
         return None
     found = False
     for value in td._tensordict.values():
-        if isinstance(value, _Tensor) and value.__class__ is not UnbatchedTensor:
+        if isinstance(value, _Tensor) or getattr(value, "_is_non_tensor", False):
             continue
         inner = holds_lazy(value)
         if inner is None:
@@ -91,12 +91,12 @@ def _without(names: Any, dim: int) -> Any:
 def enter(td: Any, in_dim: int, level: int) -> Any:
     """``td`` as the function sees it, mapped over its batch dim ``in_dim`` at ``level``."""
     if td.__class__ is classes.TensorDict:
-        entries = {key: _vmap_impl._add_batch_dim(value, in_dim, level)
-                   if isinstance(value, _Tensor) else enter(value, in_dim, level)
-                   for key, value in td._tensordict.items()}
         size = td._batch_size
-        return classes.TensorDict._from_entries(entries, size[:in_dim] + size[in_dim + 1:],
-                                                td._device, _without(td._names, in_dim))
+        size = size[:in_dim] + size[in_dim + 1:]
+        entries = {key: _enter_value(value, in_dim, level, size)
+                   for key, value in td._tensordict.items()}
+        return classes.TensorDict._from_entries(entries, size, td._device,
+                                                _without(td._names, in_dim))
     stack_dim = td._stack_dim
     if in_dim == stack_dim:
         return _enter_dense(td.copy(), in_dim, level)
@@ -108,8 +108,22 @@ def enter(td: Any, in_dim: int, level: int) -> Any:
         parts, stack_dim - (in_dim < stack_dim), td._stack_dim_name)
 
 
+def _enter_value(value: Any, in_dim: int, level: int, size: torch.Size) -> Any:
+    """An entry of a TensorDict (of batch size ``size`` inside) as :func:`enter` gives it:
+    unbatched tensors and non-tensor data are not mapped (they take the batch size)."""
+    if value.__class__ is UnbatchedTensor:
+        return value._rebatch(size)
+    if isinstance(value, _Tensor):
+        return _vmap_impl._add_batch_dim(value, in_dim, level)
+    if value._is_non_tensor:
+        return fit_non_tensor(value, size)
+    return enter(value, in_dim, level)
+
+
 def _enter_dense(stack: Any, in_dim: int, level: int) -> Any:
     """The TensorDict of ``stack``'s entries, stacked and batched along ``in_dim``."""
+    size = stack._batch_size
+    size = size[:in_dim] + size[in_dim + 1:]
     entries: dict[str, Any] = {}
     given: dict[str, Any] = {}
     for key in stack._keys_str():
@@ -117,15 +131,17 @@ def _enter_dense(stack: Any, in_dim: int, level: int) -> Any:
             value = stack._get_str(key)
         except StackMismatchError:  # held in different shapes: cannot be batched
             continue
-        if isinstance(value, _Tensor):
+        if isinstance(value, _Tensor) and value.__class__ is not UnbatchedTensor:
             entries[key] = _vmap_impl._add_batch_dim(value, in_dim, level)
             given[key] = (entries[key], value, value._version)
-        else:
-            entries[key] = _enter_dense(value, in_dim, level)
-            given[key] = (entries[key], None, 0)  # its own record brings its writes back
-    size = stack._batch_size
-    inside = classes.TensorDict._from_entries(
-        entries, size[:in_dim] + size[in_dim + 1:], stack.device, _without(stack._names, in_dim))
+            continue
+        # (a sub-stack: its own record brings its writes back; others go as they are)
+        entries[key] = _enter_dense(value, in_dim, level) \
+            if value.__class__ is classes.LazyStackedTensorDict else \
+            _enter_value(value, in_dim, level, size)
+        given[key] = (entries[key], None, 0)
+    inside = classes.TensorDict._from_entries(entries, size, stack.device,
+                                              _without(stack._names, in_dim))
     MAPPED.setdefault(level, []).append(_Mapped(stack, inside, given, in_dim))
     return inside
 
@@ -147,11 +163,8 @@ def write_back(level: int, size: int) -> dict[int, Any]:
                 if old[1] is not None and old[1]._version != old[2]:
                     # written in place: into the parts' tensors, as the stacked one was
                     stack._set_str(key, old[1], inplace=True, validated=False)
-                continue  # (a sub-TensorDict: its own record brings its writes back)
-            if isinstance(value, _Tensor):
-                value = _vmap_impl._remove_batch_dim(value, level, size, dim)
-            else:
-                value = leave(value, dim, level, size, {})
+                continue
+            value = _leave_value(value, dim, level, size, {}, stack._batch_size)
             stack._set_str(key, value, inplace=False, validated=False)
         for key in given.keys() - inside._tensordict.keys():
             stack._del_str(key)
@@ -168,15 +181,65 @@ def leave(td: Any, out_dim: int, level: int, size: int, mapped: dict[int, Any]) 
         return classes.LazyStackedTensorDict._from_entries(stack.tensordicts, out_dim,
                                                            stack._stack_dim_name)
     if td.__class__ is classes.TensorDict:
-        entries = {key: _vmap_impl._remove_batch_dim(value, level, size, out_dim)
-                   if isinstance(value, _Tensor) else leave(value, out_dim, level, size, mapped)
-                   for key, value in td._tensordict.items()}
         batch_size, names = td._batch_size, td._names
+        batch_size = batch_size[:out_dim] + torch.Size([size]) + batch_size[out_dim:]
+        entries = {key: _leave_value(value, out_dim, level, size, mapped, batch_size)
+                   for key, value in td._tensordict.items()}
         return classes.TensorDict._from_entries(
-            entries, batch_size[:out_dim] + torch.Size([size]) + batch_size[out_dim:],
-            td._device, None if names is None else names[:out_dim] + (None,) + names[out_dim:])
+            entries, batch_size, td._device,
+            None if names is None else names[:out_dim] + (None,) + names[out_dim:])
     stack_dim = td._stack_dim
     parts = [leave(part, out_dim - (out_dim > stack_dim), level, size, {})
              for part in td.tensordicts]
     return classes.LazyStackedTensorDict._from_entries(
         parts, stack_dim + (out_dim <= stack_dim), td._stack_dim_name)
+
+
+def _leave_value(value: Any, out_dim: int, level: int, size: int, mapped: dict[int, Any],
+                 batch_size: torch.Size) -> Any:
+    """An entry of a TensorDict of batch size ``batch_size`` (the mapped dim back at
+    ``out_dim``) returned by the function, as :func:`leave` leaves it."""
+    if value.__class__ is UnbatchedTensor:
+        return value._rebatch(batch_size)
+    if isinstance(value, _Tensor):
+        return _vmap_impl._remove_batch_dim(value, level, size, out_dim)
+    if value._is_non_tensor:
+        return fit_non_tensor(value, batch_size)
+    return leave(value, out_dim, level, size, mapped)
+
+
+# -- non-tensor entries (of either route) ------------------------------------------------------
+def inserted_dim(new: torch.Size, old: torch.Size) -> int:
+    """The position of the dim ``new`` has more than ``old`` (first match)."""
+    for dim in range(len(new)):
+        if new[:dim] + new[dim + 1:] == old:
+            return dim
+    return len(new)
+
+
+def fit_non_tensor(value: Any, batch_size: torch.Size) -> Any:
+    """``value`` (a non-tensor entry) under a parent of batch size ``batch_size``.
+
+    Non-tensor data cannot be mapped: ``NonTensorData`` takes the new batch size; a
+    ``NonTensorStack`` is repeated along the one dim the batch size gained (leaving
+    ``vmap``), widened by new trailing dims, and else kept whole (``vmap`` hid one of its
+    dims: as upstream, it comes out as it went in).
+
+    >>> from tensordict import NonTensorStack
+    >>> fit_non_tensor(NonTensorStack(NonTensorStack("a", "b")), torch.Size([2])).tolist()
+    [['a', 'b']]
+    >>> fit_non_tensor(NonTensorStack("a", "b"), torch.Size([3, 2])).tolist()[2]
+    ['a', 'b']
+    """
+    own = value.batch_size
+    if own == batch_size:
+        return value
+    if not hasattr(value, "tensordicts"):  # NonTensorData
+        return value._rebatch(batch_size)
+    if len(batch_size) == len(own) + 1:
+        dim = inserted_dim(batch_size, own)
+        if dim < len(batch_size):  # vmap left: the stack is the same in each map
+            return value.unsqueeze(dim).expand(batch_size)
+    if batch_size[: len(own)] == own:  # more trailing dims
+        return value._rebatch(batch_size)
+    return value  # fewer dims, or vmap hid one of its dims: kept whole
