@@ -27,9 +27,11 @@ count as mapped: vmap expands them). Inside ``torch.compile`` dynamo cannot call
 functorch's introspection functions, so there only the leaves' shapes guide the rebuilt
 batch size.
 
-A ``LazyStackedTensorDict`` is flattened into its TensorDicts: ``vmap`` can return lazy
-stacks (the mapped dim is put before the stack dim) and take them with ``in_dims=None``,
-but mapping over a lazy stack's dims raises (call ``contiguous()`` first).
+A ``LazyStackedTensorDict`` is flattened into its TensorDicts. ``vmap`` takes lazy stacks
+as one unit (:mod:`tensordict._vmap_lazy`); through pytree (a stack with hooks, or nested
+in another structure) it can return them (the mapped dim is put before the stack dim) and
+take them with ``in_dims=None``, but mapping over their dims raises (call
+``contiguous()`` first).
 
 Example:
     >>> import torch

@@ -19,6 +19,8 @@ out of the caller's, while in-place writes reach the caller's tensors.
 * A lazy stack returned by the function gets the mapped dim back in each part (at the
   output dim, shifted past the stack dim), the stack dim moving up when the output dim is
   at or before it.
+* Non-tensor data and unbatched tensors are not mapped: they take the batch size inside,
+  and the outer one back (:func:`fit_non_tensor`).
 
 Example:
     >>> import torch
@@ -47,9 +49,9 @@ _Tensor = torch.Tensor
 
 
 class _Mapped:
-    """A lazy stack mapped over its stack dim: the TensorDict the function sees
-    (``inside``), and each entry it was given (with the stacked tensor and its version
-    for a tensor), to find the writes to bring back into the parts."""
+    """A lazy stack seen as one TensorDict (``inside``) mapped over its ``dim``, and each
+    entry that TensorDict was given (with the stacked tensor and its version, for a
+    tensor), to find the writes to bring back into the parts."""
 
     __slots__ = ("stack", "inside", "given", "dim")
 
@@ -57,7 +59,7 @@ class _Mapped:
         self.stack, self.inside, self.given, self.dim = stack, inside, given, dim
 
 
-#: per vmap level, the lazy stacks mapped over their stack dim at that level
+#: per vmap level, the lazy stacks seen as TensorDicts at that level
 MAPPED: dict[int, list[_Mapped]] = {}
 
 
@@ -152,8 +154,9 @@ def start_level(level: int) -> None:
 
 
 def write_back(level: int, size: int) -> dict[int, Any]:
-    """Bring the writes made inside ``vmap`` into the parts of the lazy stacks mapped over
-    their stack dim at ``level``; returns those stacks by ``id`` of what the function saw."""
+    """Bring the writes made inside ``vmap`` into the parts of the lazy stacks seen as
+    TensorDicts at ``level``; returns those mapped over their stack dim by ``id`` of the
+    TensorDict the function saw."""
     mapped = MAPPED.pop(level, ())
     for record in mapped:
         stack, inside, given, dim = record.stack, record.inside, record.given, record.dim
