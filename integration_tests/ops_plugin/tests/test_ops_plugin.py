@@ -5,7 +5,6 @@ installed) tensorclasses, each compared with doing the same leaf by leaf."""
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 
 import pytest
 import torch
@@ -14,7 +13,12 @@ import torch.nn.functional as F  # noqa: N812
 from tensordict import TensorDict, is_tensorclass, lazy_stack, plugins
 from tensordict.plugins import PLUGIN_API_VERSION
 
-HAS_TENSORCLASS = importlib.util.find_spec("tensordict.tensorclasses") is not None
+try:  # (without tensordict-tensorclass, importing it names the package to install)
+    import tensordict.tensorclasses  # noqa: F401
+
+    HAS_TENSORCLASS = True
+except ImportError:
+    HAS_TENSORCLASS = False
 
 
 def dense() -> TensorDict:
