@@ -21,7 +21,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from tensordict import NonTensorData, NonTensorStack
+from tensordict import NonTensorData, NonTensorStack, is_tensorclass
 from tensordict.h5._version import __version__
 from tensordict.persistent import PersistentTensorDict, register_format
 from tensordict.persistent.formats import META_ATTR, json_text
@@ -139,14 +139,18 @@ def from_h5(filename: str, *, mode: str = "r", auto_batch_size: bool = False,
                                         batch_dims=batch_dims, batch_size=batch_size, **kwargs)
 
 
-def _from_h5_classmethod(cls: type, filename: str, **kwargs: Any) -> PersistentTensorDict:
-    return from_h5(filename, **kwargs)
+def _from_h5_classmethod(cls: type, filename: str, **kwargs: Any) -> Any:
+    """``TensorDict.from_h5``; a tensorclass gets an instance of itself over the file."""
+    ptd = from_h5(filename, **kwargs)
+    return cls.from_tensordict(ptd) if is_tensorclass(cls) else ptd
 
 
-def to_h5(td: Any, filename: str, **kwargs: Any) -> PersistentTensorDict:
+def to_h5(td: Any, filename: str, **kwargs: Any) -> Any:
     """Write ``td`` to the HDF5 file ``filename`` (replaced once the new file is complete)
-    and return it opened for reading and writing."""
-    return PersistentTensorDict.from_dict(td, filename, backend="h5", **kwargs)
+    and return it opened for reading and writing (a tensorclass: an instance of its
+    class over the file)."""
+    ptd = PersistentTensorDict.from_dict(td, filename, backend="h5", **kwargs)
+    return type(td).from_tensordict(ptd) if is_tensorclass(td) else ptd
 
 
 METHODS: dict[str, Any] = {"to_h5": to_h5, "from_h5": classmethod(_from_h5_classmethod)}

@@ -26,7 +26,7 @@ import numpy as np
 import zarr
 from zarr.storage import LocalStore
 
-from tensordict import NonTensorData, NonTensorStack
+from tensordict import NonTensorData, NonTensorStack, is_tensorclass
 from tensordict.persistent import PersistentTensorDict, register_format
 from tensordict.persistent.formats import META_ATTR, json_text
 from tensordict.zarr._version import __version__
@@ -136,14 +136,18 @@ def from_zarr(zarr_file: str, *, mode: str = "r", auto_batch_size: bool = False,
                                           **kwargs)
 
 
-def _from_zarr_classmethod(cls: type, zarr_file: str, **kwargs: Any) -> PersistentTensorDict:
-    return from_zarr(zarr_file, **kwargs)
+def _from_zarr_classmethod(cls: type, zarr_file: str, **kwargs: Any) -> Any:
+    """``TensorDict.from_zarr``; a tensorclass gets an instance of itself over the file."""
+    ptd = from_zarr(zarr_file, **kwargs)
+    return cls.from_tensordict(ptd) if is_tensorclass(cls) else ptd
 
 
-def to_zarr(td: Any, filename: str, **kwargs: Any) -> PersistentTensorDict:
+def to_zarr(td: Any, filename: str, **kwargs: Any) -> Any:
     """Write ``td`` to the Zarr store ``filename`` (replaced once the new store is
-    complete) and return it opened for reading and writing."""
-    return PersistentTensorDict.from_dict(td, filename, backend="zarr", **kwargs)
+    complete) and return it opened for reading and writing (a tensorclass: an instance
+    of its class over the file)."""
+    ptd = PersistentTensorDict.from_dict(td, filename, backend="zarr", **kwargs)
+    return type(td).from_tensordict(ptd) if is_tensorclass(td) else ptd
 
 
 METHODS: dict[str, Any] = {"to_zarr": to_zarr, "from_zarr": classmethod(_from_zarr_classmethod)}
