@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from tensordict import errors
 from tensordict._collection import acts_as_tensordict, classes, is_tensor_collection, is_tensorclass
 from tensordict._pointwise import dense_leaf_pairs, rebuild
 from tensordict._traverse import dense_leaves
@@ -117,7 +118,7 @@ def _reduce_truth(td: Any, reducer: Callable[..., torch.Tensor], dim: int) -> An
     """``all(dim)``/``any(dim)``: a TensorDict of the leaves reduced along ``dim``."""
     ndim = len(td.batch_size)
     if not -ndim <= dim < ndim:
-        raise IndexError(f"dim {dim} is out of range for batch size {td.batch_size}")
+        raise errors.dim_out_of_range(dim, td.batch_size, "all_any")
     dim = dim % ndim
     new_size = td.batch_size[:dim] + td.batch_size[dim + 1:]
     return td._apply_nest(

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tensordict import errors
 from tensordict._base import TensorDictBase
 from tensordict._collection import classes, is_tensor_collection
 from tensordict._options import lazy_legacy
@@ -67,8 +68,7 @@ def _stack_levels(tds: list[Any], dim: int) -> Any:
         return maybe_dense_stack(tds, dim)
     ndim = tds[0].batch_dims
     if not -ndim - 1 <= dim <= ndim:
-        raise IndexError(f"dim {dim} is out of range to stack TensorDicts of batch size "
-                         f"{tds[0].batch_size}")
+        raise errors.dim_out_of_range(dim, tds[0].batch_size, "torch", inserting=True)
     dim %= ndim + 1
     kinds = {type(td) for td in tds}
     if kinds == {classes.LazyStackedTensorDict}:

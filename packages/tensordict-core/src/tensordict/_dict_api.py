@@ -105,7 +105,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
                 if default is not NO_DEFAULT and not leaf_raises:
                     return default
                 raise errors.KeyThroughLeafError(
-                    f"{path[depth - 1]!r} is a {type(node).__name__}, not a TensorDict, "
+                    f"{path[depth - 1]!r} is a {type(node).__name__}, not a tensordict, "
                     f"so it has no entry {part!r} (looking up {path!r})."
                 )
             try:
@@ -142,7 +142,7 @@ class DictMixin(RestructureMixin, MetadataMixin):
             if not acts_as_tensordict(child) or \
                     getattr(child, "_is_non_tensor", False):
                 raise errors.KeyThroughLeafError(
-                    f"{part!r} is a {type(child).__name__}, not a TensorDict, so it has "
+                    f"{part!r} is a {type(child).__name__}, not a tensordict, so it has "
                     f"no entry {path[depth + 1]!r} (writing {path!r})."
                 )
             node = child

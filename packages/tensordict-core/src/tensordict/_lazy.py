@@ -303,8 +303,7 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
             value = [None] * len(self._batch_size)
         value = list(value)
         if len(value) != len(self._batch_size):
-            raise ValueError(f"{len(value)} names {value} given for a batch size of "
-                             f"{len(self._batch_size)} dims")
+            raise errors.names_mismatch(value, len(self._batch_size))
         stack_name = value.pop(self._stack_dim)
         for td in self.tensordicts:
             td.names = value if any(n is not None for n in value) else None

@@ -28,7 +28,6 @@ from typing import Any
 
 import torch
 
-from tensordict import errors
 from tensordict._last_op import made_by
 from tensordict._ragged import RaggedShapeError, check_not_ragged_dim
 from tensordict._shape_ops import _shape_args, _split_sizes, batch_dim, permutation
@@ -208,7 +207,7 @@ class LazyShapeMixin:
         >>> stack.unsqueeze(-1).batch_size
         torch.Size([2, -1, 1])
         """
-        dim = batch_dim(self, dim, inserting=True, error=errors.BatchDimError)
+        dim = batch_dim(self, dim, inserting=True, op="unsqueeze")
         sd = self.stack_dim
         parts = [td.unsqueeze(dim if dim <= sd else dim - 1) for td in self.tensordicts]
         out = self._restacked(parts, sd + 1 if dim <= sd else sd, self._stack_dim_name)
@@ -298,7 +297,7 @@ class LazyShapeMixin:
         if -1 not in self.batch_size:
             return super().chunk(chunks, dim)
         if chunks <= 0:
-            raise ValueError(f"chunks must be positive, got {chunks}")
+            raise ValueError(f"chunks must be a strictly positive integer, got {chunks}.")
         dim = batch_dim(self, dim)
         check_not_ragged_dim(self, dim, "chunk")
         size = self.batch_size[dim]

@@ -107,6 +107,8 @@ def _map_chunks(td: Any, fn: Callable[[Any], Any], dim: int, num_workers: int | 
         raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout}")
     if num_workers is None:
         num_workers = os.cpu_count() or 1
+    elif num_workers < 1:
+        raise ValueError(f"Number of processes must be at least 1, got num_workers={num_workers}")
     if generator is None:
         generator = torch.Generator()
     indices = _chunk_indices(td.batch_size[dim], dim, chunksize, num_chunks, num_workers,

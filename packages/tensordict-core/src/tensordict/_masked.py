@@ -40,8 +40,10 @@ def check_mask(td: Any, mask: _Tensor, op: str) -> None:
     leading batch dims of ``td``."""
     batch = td.batch_size
     if mask.ndim > len(batch) or not broadcasts_to(mask.shape, batch[: mask.ndim]):
-        raise RuntimeError(f"{op} needs a mask over the leading batch dims of batch size "
-                           f"{list(batch)}, got a mask of shape {list(mask.shape)}")
+        raise RuntimeError(f"tensor shape is incompatible with dest shape, got: "
+                           f"tensor.shape={mask.shape}, dest={batch}: {op} needs a mask over the "
+                           f"leading batch dims of batch size {list(batch)}, got a mask of shape "
+                           f"{list(mask.shape)}")
 
 
 class LeafMasks(dict):

@@ -56,8 +56,8 @@ def parse_to_args(*args: Any, **kwargs: Any) -> tuple[Any, Any, Any, bool | None
         if arg is None:  # no device: nothing to move
             continue
         if isinstance(arg, torch.dtype):
-            if given_dtype is not None and arg != given_dtype:
-                raise TypeError(f"to() got two dtypes: {arg} and dtype={given_dtype}")
+            if dtype is not None and (given_dtype is None or arg != given_dtype):
+                raise TypeError(f"to() got two dtypes: {dtype} and {arg}")
             dtype = arg
         elif isinstance(arg, (str, torch.device, int)):
             if device is not None:

@@ -41,8 +41,9 @@ else:
         """
 
 
-class InvalidKeyError(KeyError, TypeError):
-    """A key that is neither a string nor a non-empty (nested) tuple of strings."""
+class InvalidKeyError(KeyError, TypeError, RuntimeError):
+    """A key that is neither a string nor a non-empty (nested) tuple of strings (also the
+    RuntimeError upstream's ``select``/``exclude`` raise for one)."""
 
     def __str__(self) -> str:
         return str(self.args[0])

@@ -308,7 +308,7 @@ class NonTensorData(NonTensorDataBase):
         >>> type(stack).__name__, stack.batch_size
         ('NonTensorStack', torch.Size([2, 1]))
         """
-        dim = batch_dim(self, dim, inserting=True, error=errors.BatchDimError)
+        dim = batch_dim(self, dim, inserting=True, op="unsqueeze")
         if not self._stacks:
             own = self._batch_size
             return self._rebatch(own[:dim] + torch.Size([1]) + own[dim:])

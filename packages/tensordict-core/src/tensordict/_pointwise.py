@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from tensordict import errors
 from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._layout_memo import COPIES
 from tensordict._plan import (
@@ -285,7 +286,7 @@ def _check_keys(td: Any, others: tuple[Any, ...], default: Any) -> None:
         mine, theirs = set(td.keys(True, True)), set(other.keys(True, True))
         if mine != theirs:
             raise KeyError(
-                f"keys of the TensorDicts mismatch: only in the first "
+                f"keys in tensordicts mismatch: only in the first "
                 f"{sorted(map(str, mine - theirs))}, only in the second "
                 f"{sorted(map(str, theirs - mine))} (pass default= to fill missing entries)"
             )
@@ -611,7 +612,7 @@ class PointwiseMixin:
         tensor([1., 1., 2., 2.])
         """
         if min is None and max is None:
-            raise ValueError("clamp needs min or max")
+            raise errors.ArgumentError("clamp needs min or max")
         out = self if min is None else binary(self, "clamp_min", min)
         return out if max is None else binary(out, "clamp_max", max)
 
@@ -679,7 +680,7 @@ class PointwiseMixin:
                 leaf.fill_(value)
                 return self
         if key not in self:
-            raise KeyError(f"cannot fill {key!r}: no such entry (keys {sorted(self.keys())})")
+            raise errors.missing_key(key, self.keys())
         entry = self.select(key)  # (its leaves are ours: a lazy stack's, its parts')
         leaves = entry._tensor_leaves()
         check_targets(entry, leaves, shared_ok=True)

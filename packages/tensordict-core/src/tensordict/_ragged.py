@@ -71,8 +71,7 @@ def stacked_size(parts: Sequence[Any], stack_dim: int) -> torch.Size:
     if sizes.count(size) != len(sizes):
         size = ragged_size(sizes)
     if not -len(size) - 1 <= stack_dim <= len(size):
-        raise errors.BatchDimError(f"stack dim {stack_dim} is out of range for parts of batch "
-                                   f"size {size}")
+        raise errors.dim_out_of_range(stack_dim, size, "lazy_stack", inserting=True)
     stack_dim %= len(size) + 1
     return size[:stack_dim] + torch.Size([len(parts)]) + size[stack_dim:]
 

@@ -30,15 +30,15 @@ from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, acts_as_tensordict
+from tensordict._collection import NO_DEFAULT, acts_as_tensordict, classes
 from tensordict._shape_ops import batch_dim
 
 _Tensor = torch.Tensor
 
 
-def _dims(td: Any, dim: Any) -> tuple[int, ...]:
+def _dims(td: Any, dim: Any, op: str | None = None) -> tuple[int, ...]:
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    return tuple(sorted({batch_dim(td, d) for d in dims}))
+    return tuple(sorted({batch_dim(td, d, op=op) for d in dims}))
 
 
 def _reduced_size(td: Any, dims: tuple[int, ...], keepdim: bool) -> tuple[torch.Size, Any]:
@@ -70,7 +70,7 @@ def reduce_leaves(td: Any, name: str, dim: Any = NO_DEFAULT, keepdim: bool = Fal
         _check_feature(dim, keepdim)
         return _over_features(td, lambda flat: fn(flat, dim=-1, **kwargs),
                               lambda sub: reduce_leaves(sub, name, "feature", **kwargs))
-    dims = _dims(td, dim)
+    dims = _dims(td, dim, "logsumexp" if name == "logsumexp" else None)
     size, names = _reduced_size(td, dims, bool(keepdim))
     dim_arg = dims if len(dims) > 1 else dims[0]
     return td._apply_nest(lambda x: fn(x, dim=dim_arg, keepdim=bool(keepdim), **kwargs),
@@ -164,20 +164,40 @@ def _quantile_over(x: _Tensor, q: float | _Tensor, dims: tuple[int, ...], keepdi
 
 
 def _reduce_all(td: Any, fn: Callable[..., Any], dim: Any, keepdim: bool,
-                **kwargs: Any) -> _Tensor:
-    """One tensor reducing every element of every leaf (over ``dim`` if given)."""
+                **kwargs: Any) -> Any:
+    """One tensor reducing every element of every leaf (over the batch dims ``dim`` if
+    given: the elements of every leaf along them, in a row, one row per kept batch
+    element; ``"feature"``: one value per batch element, ``keepdim`` ignored as upstream).
+    ``fn`` is called with ``dim=-1``; a ``max``-like pair of results is kept a pair."""
     leaves = td._tensor_leaves()
     if not leaves:
         raise RuntimeError("cannot reduce a TensorDict without tensor leaves to one tensor")
     if dim is NO_DEFAULT or dim is None:
         return fn(torch.cat([x.reshape(-1) for x in leaves]), **kwargs)
-    ndim = len(td.batch_size)
-    flat = torch.cat([x.reshape(td.batch_size + (-1,)) for x in leaves], dim=ndim)
-    if dim == "feature":  # every feature of every leaf, one value per batch element
-        return fn(flat, dim=ndim, keepdim=bool(keepdim), **kwargs)
-    dims = _dims(td, dim) + (ndim,)
-    out = fn(flat, dim=dims, keepdim=bool(keepdim), **kwargs)
-    return out.squeeze(ndim) if keepdim else out
+    batch = td.batch_size
+    ndim = len(batch)
+    if dim == "feature":
+        return fn(torch.cat([x.reshape(batch + (-1,)) for x in leaves], dim=-1), dim=-1,
+                  **kwargs)
+    dims = _dims(td, dim)
+    kept = [d for d in range(ndim) if d not in dims]
+    order, kept_size = (*kept, *dims, ndim), tuple(batch[d] for d in kept) + (-1,)
+    out = fn(torch.cat([x.reshape(batch + (-1,)).permute(order).reshape(kept_size)
+                        for x in leaves], dim=-1), dim=-1, **kwargs)
+    if not keepdim:
+        return out
+    if isinstance(out, tuple):  # (values, indices)
+        return type(out)(tuple(_with_dims(part, dims, ndim) for part in out))
+    return _with_dims(out, dims, ndim)
+
+
+def _with_dims(x: _Tensor, dims: tuple[int, ...], ndim: int) -> _Tensor:
+    """``x`` with size-1 dims inserted at the sorted batch dims ``dims`` (out of ``ndim``;
+    any leading dims of ``x`` beyond them, such as quantile's, come first)."""
+    lead = x.ndim - (ndim - len(dims))
+    for d in dims:
+        x = x.unsqueeze(lead + d)
+    return x
 
 
 def _written(result: Any, out: Any) -> Any:
@@ -191,13 +211,16 @@ def _with_indices(td: Any, name: str, dim: Any, keepdim: bool, reduce: bool | No
     fn = getattr(torch, name)
     cumulative = name.startswith("cum")
     if isinstance(dim, str) and not cumulative:
-        _check_feature(dim, keepdim)
+        _check_feature(dim, keepdim and not reduce)
         if not reduce:
             raise RuntimeError(f"{name}(dim='feature') needs reduce=True (or use "
                                f"a{name}(dim='feature'))")
         ndim = len(td.batch_size)
         flat = torch.cat([_flat_features(x, ndim) for x in td._tensor_leaves()], dim=-1)
         pair = fn(flat, dim=-1)
+        return pair if return_indices else pair.values
+    if reduce and not cumulative and dim is not NO_DEFAULT and dim is not None:
+        pair = _reduce_all(td, fn, dim, keepdim)  # values and indices, as upstream
         return pair if return_indices else pair.values
     if reduce or dim is NO_DEFAULT or dim is None:
         if cumulative:
@@ -409,6 +432,14 @@ class ReductionsMixin:
         >>> TensorDict(a=torch.zeros(2), batch_size=[2]).softmax(0)["a"]
         tensor([0.5000, 0.5000])
         """
+        if not isinstance(dim, int):
+            raise ValueError(f"Expected dim of type int, got {type(dim)}.")
         d = batch_dim(self, dim)
-        return self._apply_nest(lambda x: torch.softmax(x, d, dtype=dtype), filter_empty=False)
+        if isinstance(self, classes.LazyStackedTensorDict) and d != self.stack_dim:
+            sd = self.stack_dim  # each part along its own dim
+            parts = [td.softmax(d - (d > sd), dtype) for td in self.tensordicts]
+            return type(self)._from_entries(parts, sd, self._stack_dim_name)
+        return self._apply_nest(lambda x: torch.softmax(x, d, dtype=dtype),
+                                batch_size=self.batch_size, names=self.names,
+                                filter_empty=False)
 

@@ -75,6 +75,23 @@ def planned_resize(dest: Any, source: Any, clone: bool, inplace: bool,
     return plan
 
 
+def take_in_place(dest: Any, source: Any) -> Any:
+    """``dest`` given ``source``'s batch size, names and entries in place (its nested
+    TensorDicts keep their identity), as the shape ops with ``inplace=True`` do; raises,
+    changing nothing, if ``dest`` or a TensorDict in it is locked, or is a lazy stack.
+
+    >>> td = TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3])
+    >>> take_in_place(td, td.flatten()) is td, td.batch_size
+    (True, torch.Size([6]))
+    """
+    target = _entries_of(dest)
+    if target is None:
+        raise RuntimeError(f"cannot change the batch size of a {type(dest).__name__} in place")
+    _check_unlocked(dest)
+    _take(target, source, False)
+    return dest
+
+
 def _entries_of(node: Any) -> Any:
     """The TensorDict holding ``node``'s entries (a tensorclass's own), or None for a
     node that cannot be resized in place (a lazy stack...)."""

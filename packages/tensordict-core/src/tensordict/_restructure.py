@@ -76,7 +76,7 @@ class RestructureMixin:
                     out[key] = sub
             elif strict:
                 raise errors.KeyThroughLeafError(
-                    f"{key!r} is a {type(value).__name__}, not a TensorDict, so it has no "
+                    f"{key!r} is a {type(value).__name__}, not a tensordict, so it has no "
                     f"entry {next(iter(below))!r} (selecting under {prefix + (key,)!r}).")
         return self._new_like_self(out)
 
@@ -151,13 +151,33 @@ class RestructureMixin:
         return self
 
     def split_keys(self, *key_sets: Iterable[NestedKey], inplace: bool = False,
-                   default: Any = NO_DEFAULT, strict: bool = True) -> tuple[Any, ...]:
-        """One TensorDict per key set, plus one with the remaining keys."""
+                   default: Any = NO_DEFAULT, strict: bool = True,
+                   reproduce_struct: bool = False) -> tuple[Any, ...]:
+        """One TensorDict per key set, plus one with the remaining keys: this one, left
+        with them, if ``inplace``. With ``strict=False`` a missing key is skipped, or set
+        to ``default`` if given. The remaining keys keep no sub-TensorDict without leaves,
+        unless ``reproduce_struct``: then every result has all the sub-TensorDicts of this
+        one but those split off (empty where none of its keys went there).
+
+        >>> td = TensorDict(a=torch.zeros(()), b=torch.ones(()))
+        >>> first, rest = td.split_keys(["a"], inplace=True)
+        >>> list(first.keys()), rest is td, list(td.keys())
+        (['a'], True, ['b'])
+        """
+        key_sets = [list(keys) for keys in key_sets]
         parts = [self.select(*keys, strict=strict) for keys in key_sets]
-        used = [k for keys in key_sets for k in keys]
-        rest = self.exclude(*used)
+        if default is not NO_DEFAULT and not strict:
+            for part, keys in zip(parts, key_sets):
+                for key in keys:
+                    if part.get(key, None) is None:
+                        part.set(key, default)
+        rest = self.exclude(*(k for keys in key_sets for k in keys))
+        if reproduce_struct:
+            parts = [self.empty(recurse=True).update(part) for part in parts]
+        else:  # (on a new structure: its sub-TensorDicts may be this one's)
+            rest = rest.clone(recurse=False).filter_empty_()
         if inplace:
-            self._replace_contents(rest)
+            rest = self._replace_contents(rest)
         return (*parts, rest)
 
     def separates(self, *keys: NestedKey, default: Any = NO_DEFAULT) -> Any:
@@ -178,7 +198,8 @@ class RestructureMixin:
         path = key_to_path(new_key)
         same = path == key_to_path(old_key)
         if safe and not same and new_key in self:
-            raise KeyError(f"key {unravel_key(new_key)!r} already exists")
+            raise KeyError(f"key {unravel_key(new_key)!r} already present in TensorDict (it "
+                           "already exists)")
         if self.is_locked:
             raise errors.locked("rename an entry of a")
         value = self._get_path(old_key)
@@ -221,7 +242,8 @@ class RestructureMixin:
         if len(out) < len(pairs):
             names = [key if key.__class__ is str else separator.join(key) for key, _ in pairs]
             twice = next(name for name in names if names.count(name) > 1)
-            raise KeyError(f"flatten_keys: key {twice!r} would appear twice")
+            raise KeyError(f"Flattening keys in tensordict causes keys [{twice!r}] to collide "
+                           "(flatten_keys: the key would appear twice)")
         result = self._new_like_self(out)
         if inplace:
             return self._replace_contents(result)
@@ -342,6 +364,10 @@ def _key_tree(keys: Iterable[NestedKey], narrow: bool = False) -> dict[str, Any]
     return tree
 
 
+_OVERRIDE = ("Unflattening key(s) in tensordict will override an existing for unflattened "
+             "key {!r}")
+
+
 class _UnflattenTree:
     """The entries of :meth:`~RestructureMixin.unflatten_keys` as nested dicts, built into
     TensorDicts at the end. A sub-TensorDict that keys must go into is opened into a dict
@@ -354,7 +380,8 @@ class _UnflattenTree:
         self._opened: dict[int, Any] = {}  # id(level dict) -> the sub-TensorDict it opens
 
     def place(self, level: dict[str, Any], parts: list[str], value: Any, key: str) -> None:
-        """Put ``value`` at ``parts`` under ``level``; two sub-TensorDicts are merged."""
+        """Put ``value`` at ``parts`` under ``level``; two sub-TensorDicts are merged, any
+        other meeting of two entries raises a KeyError (one would be lost)."""
         for part in parts[:-1]:
             child = level.get(part)
             if child.__class__ is not dict:
@@ -362,10 +389,12 @@ class _UnflattenTree:
             level = child
         last = parts[-1]
         present = level.get(last)
-        if present is None or value.__class__ is torch.Tensor or not is_sub_tensordict(value) \
-                or (present.__class__ is not dict and not is_sub_tensordict(present)):
+        if present is None:
             level[last] = value
             return
+        if value.__class__ is torch.Tensor or not is_sub_tensordict(value) \
+                or (present.__class__ is not dict and not is_sub_tensordict(present)):
+            raise KeyError(_OVERRIDE.format(key))
         if present.__class__ is not dict:
             present = level[last] = self._open(present, key)
         for name, entry in value._entry_dict().items():
@@ -376,7 +405,7 @@ class _UnflattenTree:
             return {}
         if not is_sub_tensordict(node):
             raise errors.KeyThroughLeafError(
-                f"unflatten_keys: {key!r} goes through a {type(node).__name__} leaf")
+                f"{_OVERRIDE.format(key)}: it goes through a {type(node).__name__} leaf")
         level = dict(node._entry_dict())
         self._opened[id(level)] = node
         return level

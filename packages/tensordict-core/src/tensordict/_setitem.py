@@ -191,8 +191,9 @@ def plan_at_index(td: Any, index: Any, value: Any) -> WritePlan:
     if is_tensor_collection(value) and not getattr(value, "_is_non_tensor", False):
         size = value.batch_size
         if not broadcasts_to(size[: len(sub_batch)], sub_batch):
-            raise RuntimeError(f"cannot write a TensorDict of batch size {list(size)} at an "
-                               f"index of batch size {list(sub_batch)}")
+            raise RuntimeError(f"indexed destination TensorDict batch size is {sub_batch}, "
+                               f"which differs from the source batch size {size}: cannot write "
+                               f"a TensorDict of batch size {list(size)} at that index")
         writer.collection(td, value, len(size), ())
     else:
         writer.broadcast(td, value, ())

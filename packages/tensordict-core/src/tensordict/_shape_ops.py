@@ -29,6 +29,7 @@ from tensordict import errors
 from tensordict._collection import classes
 from tensordict._last_op import made_by
 from tensordict._plan import broadcasts_to
+from tensordict._resize_update import take_in_place
 from tensordict._shapes import expand_size
 from tensordict._unbatched import UnbatchedTensor
 
@@ -36,14 +37,13 @@ _Tensor = torch.Tensor
 
 
 # -- helpers -----------------------------------------------------------------------------
-def batch_dim(td: Any, dim: int, *, inserting: bool = False,
-              error: type[Exception] = IndexError) -> int:
+def batch_dim(td: Any, dim: int, *, inserting: bool = False, op: str | None = None) -> int:
     """``dim`` as a non-negative batch dim of ``td`` (one past the end if ``inserting``);
-    ``error`` (of the class upstream raises for the op) if it is out of range."""
+    if it is out of range, the error upstream raises for the op ``op`` (see
+    :func:`tensordict.errors.dim_out_of_range`)."""
     ndim = len(td.batch_size) + int(inserting)
     if not isinstance(dim, int) or not -ndim <= dim < ndim:
-        raise error(f"dim {dim} is out of range for a TensorDict of batch size "
-                    f"{td.batch_size} (only batch dims can be used)")
+        raise errors.dim_out_of_range(dim, td.batch_size, op, inserting)
     return dim % ndim
 
 
@@ -51,7 +51,7 @@ def permutation(td: Any, dims: Sequence[Any]) -> list[int]:
     """The ``permute`` arguments ``dims`` as non-negative batch dims; ValueError unless they
     are a permutation of the batch dims of ``td``."""
     ndim = len(td.batch_size)
-    order = [batch_dim(td, d, error=ValueError) for d in _shape_args(dims)]
+    order = [batch_dim(td, d, op="permute") for d in _shape_args(dims)]
     if sorted(order) != list(range(ndim)):
         raise ValueError(f"permute needs a permutation of the batch dims {list(range(ndim))}, "
                          f"got {list(dims)}")
@@ -140,8 +140,8 @@ def _infer_size(shape: Sequence[int], batch_size: torch.Size) -> torch.Size:
     if shape.count(-1) == 1 and known and numel % known == 0:
         shape[shape.index(-1)] = numel // known
     if shape.count(-1) or math.prod(shape) != numel:
-        raise RuntimeError(f"shape {list(shape)} is invalid for a batch of size {batch_size} "
-                           f"({numel} elements)")
+        raise RuntimeError(f"invalid shape {list(shape)} for a batch of {numel} elements "
+                           f"(batch size {batch_size})")
     return torch.Size(shape)
 
 
@@ -150,9 +150,13 @@ def _split_sizes(size: int, split_size: int | Sequence[int]) -> list[int]:
         if split_size <= 0:
             raise ValueError(f"split_size must be positive, got {split_size}")
         return [min(split_size, size - start) for start in range(0, size, split_size)] or [0]
+    if not isinstance(split_size, (Sequence, _Tensor)):
+        raise TypeError("split(): argument 'split_size' must be int or list of ints, got "
+                        f"{split_size!r}")
     sizes = [int(s) for s in split_size]
     if sum(sizes) != size:
-        raise RuntimeError(f"split sizes {sizes} do not add up to the size {size} of the dim")
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size}, but "
+                           f"got split_sizes={sizes}: they do not add up to the size of the dim")
     return sizes
 
 
@@ -265,22 +269,28 @@ class ShapeOpsMixin:
         >>> TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3]).reshape(3, 2).batch_size
         torch.Size([3, 2])
         """
-        shape = kwargs.pop("shape", kwargs.pop("batch_size", shape))
+        shape = kwargs.pop("size", kwargs.pop("shape", kwargs.pop("batch_size", shape))) or shape
+        if kwargs:
+            raise TypeError(f"reshape() got unexpected arguments {sorted(kwargs)}")
         new = _infer_size(_shape_args(shape), self.batch_size)
         if new == self.batch_size:
             return self
         return self._reshaped(rebatched(_Tensor.reshape, tuple(new), len(self.batch_size)),
                               new, None)
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
-        """Merge the batch dims ``start_dim..end_dim`` into one.
+    def flatten(self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False) -> Any:
+        """Merge the batch dims ``start_dim..end_dim`` into one (``inplace``: this
+        TensorDict takes the result's batch size and leaves, and is returned; so for every
+        shape op that has ``inplace``).
 
         >>> TensorDict(a=torch.zeros(2, 3, 4), batch_size=[2, 3]).flatten(0, 1)["a"].shape
         torch.Size([6, 4])
         """
+        if inplace:
+            return take_in_place(self, self.flatten(start_dim, end_dim))
         if not len(self.batch_size):
             return self.unsqueeze(0)  # (recording itself: undone the same way)
-        start, end = batch_dim(self, start_dim), batch_dim(self, end_dim)
+        start, end = (batch_dim(self, d, op="torch") for d in (start_dim, end_dim))
         if end < start:
             raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
         batch = self.batch_size
@@ -290,12 +300,16 @@ class ShapeOpsMixin:
         out = self._reshaped(lambda x: x.flatten(start, end), new, names)
         return made_by(out, "flatten", (start_dim, end_dim), None, self)
 
-    def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> Any:
-        """Split the batch dim ``dim`` into ``unflattened_size``.
+    def unflatten(self, dim: int, unflattened_size: Sequence[int], *,
+                  inplace: bool = False) -> Any:
+        """Split the batch dim ``dim`` into ``unflattened_size`` (``inplace`` as in
+        :meth:`flatten`).
 
         >>> TensorDict(a=torch.zeros(6), batch_size=[6]).unflatten(0, (2, 3)).batch_size
         torch.Size([2, 3])
         """
+        if inplace:
+            return take_in_place(self, self.unflatten(dim, unflattened_size))
         dim = batch_dim(self, dim)
         batch = self.batch_size
         sizes = _infer_size(list(unflattened_size), torch.Size([batch[dim]]))
@@ -330,7 +344,7 @@ class ShapeOpsMixin:
         >>> TensorDict(a=torch.zeros(3), batch_size=[3]).unsqueeze(-1).batch_size
         torch.Size([3, 1])
         """
-        dim = batch_dim(self, dim, inserting=True, error=errors.BatchDimError)
+        dim = batch_dim(self, dim, inserting=True, op="unsqueeze")
         batch = self.batch_size
         new = batch[:dim] + torch.Size([1]) + batch[dim:]
         names = self.names
@@ -397,7 +411,7 @@ class ShapeOpsMixin:
         >>> TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3]).transpose(0, 1).batch_size
         torch.Size([3, 2])
         """
-        d0, d1 = batch_dim(self, dim0, error=ValueError), batch_dim(self, dim1, error=ValueError)
+        d0, d1 = batch_dim(self, dim0, op="transpose"), batch_dim(self, dim1, op="transpose")
         if d0 == d1:
             return self  # nothing swapped: this collection, as upstream
         if self.__class__ is not classes.TensorDict:  # (a lazy stack permutes its own way)
@@ -427,8 +441,8 @@ class ShapeOpsMixin:
         """
         src = [source] if isinstance(source, int) else list(source)
         dst = [destination] if isinstance(destination, int) else list(destination)
-        src = [batch_dim(self, d) for d in src]
-        dst = [batch_dim(self, d) for d in dst]
+        src = [batch_dim(self, d, op="torch") for d in src]
+        dst = [batch_dim(self, d, op="torch") for d in dst]
         if len(src) != len(dst):
             raise ValueError(f"movedim needs as many sources as destinations, got {src} and "
                              f"{dst}")
@@ -449,7 +463,8 @@ class ShapeOpsMixin:
         >>> TensorDict(a=torch.arange(3), batch_size=[3]).flip(0)["a"]
         tensor([2, 1, 0])
         """
-        dims_t = tuple(batch_dim(self, d) for d in ([dims] if isinstance(dims, int) else dims))
+        dims_t = tuple(batch_dim(self, d, op="torch")
+                       for d in ([dims] if isinstance(dims, int) else dims))
         out = self._reshaped(lambda x: x.flip(dims_t), self.batch_size, self.names)
         return made_by(out, "flip", (dims_t,), None, self)
 
@@ -461,12 +476,16 @@ class ShapeOpsMixin:
         """Flip the first batch dim."""
         return self.flip(0)
 
-    def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Any:
-        """Roll elements along batch dims (all batch elements flattened if ``dims`` is None).
+    def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None, *,
+             inplace: bool = False) -> Any:
+        """Roll elements along batch dims (all batch elements flattened if ``dims`` is None;
+        ``inplace`` as in :meth:`flatten`).
 
         >>> TensorDict(a=torch.arange(3), batch_size=[3]).roll(1, 0)["a"]
         tensor([2, 0, 1])
         """
+        if inplace:
+            return take_in_place(self, self.roll(shifts, dims))
         if dims is None:
             batch = self.batch_size
             out = self.flatten().roll(shifts, 0).reshape(batch)
@@ -508,8 +527,8 @@ class ShapeOpsMixin:
         batch = self.batch_size
         new = expand_size(_shape_args(shape), batch)
         if not broadcasts_to(batch, new) or any(n < 0 for n in new):
-            raise RuntimeError(f"cannot expand a TensorDict of batch size {batch} to "
-                               f"{list(new)}")
+            raise RuntimeError(f"Incompatible expanded shape: cannot expand a TensorDict of "
+                               f"batch size {batch} to {list(new)}")
         names = [None] * (len(new) - len(batch)) + self.names
         fn = rebatched(_Tensor.expand, tuple(new), len(batch))
         fn.non_tensor_stack = non_tensor_stack  # type: ignore[attr-defined]
@@ -523,12 +542,15 @@ class ShapeOpsMixin:
         """Same as :meth:`expand`, except that NonTensorData entries stay one value."""
         return self._expand((shape,), False)
 
-    def repeat(self, *repeats: Any) -> Any:
-        """Repeat the batch ``repeats[i]`` times along each batch dim.
+    def repeat(self, *repeats: Any, inplace: bool = False) -> Any:
+        """Repeat the batch ``repeats[i]`` times along each batch dim (``inplace`` as in
+        :meth:`flatten`).
 
         >>> TensorDict(a=torch.arange(2), batch_size=[2]).repeat(2)["a"]
         tensor([0, 1, 0, 1])
         """
+        if inplace:
+            return take_in_place(self, self.repeat(*repeats))
         reps = _shape_args(repeats)
         ndim = len(self.batch_size)
         if len(reps) != ndim:
@@ -548,15 +570,19 @@ class ShapeOpsMixin:
         return out.repeat(*reps).rename(*[None] * len(out.batch_size))
 
     def repeat_interleave(self, repeats: int | _Tensor, dim: int | None = None, *,
-                          output_size: int | None = None) -> Any:
-        """Repeat each batch element ``repeats`` times along ``dim`` (flattened if None).
+                          output_size: int | None = None, inplace: bool = False) -> Any:
+        """Repeat each batch element ``repeats`` times along ``dim`` (flattened if None;
+        ``inplace`` as in :meth:`flatten`).
 
         >>> TensorDict(a=torch.arange(2), batch_size=[2]).repeat_interleave(2, dim=0)["a"]
         tensor([0, 0, 1, 1])
         """
+        if inplace:
+            return take_in_place(self, self.repeat_interleave(repeats, dim,
+                                                              output_size=output_size))
         if dim is None:
             return self.flatten().repeat_interleave(repeats, 0, output_size=output_size)
-        dim = batch_dim(self, dim)
+        dim = batch_dim(self, dim, op="torch")
         size = self.batch_size[dim]
         count = int(repeats * size if isinstance(repeats, int) or not repeats.ndim
                     else repeats.sum())
@@ -597,7 +623,7 @@ class ShapeOpsMixin:
         [torch.Size([3]), torch.Size([2])]
         """
         if chunks <= 0:
-            raise ValueError(f"chunks must be positive, got {chunks}")
+            raise ValueError(f"chunks must be a strictly positive integer, got {chunks}.")
         dim = batch_dim(self, dim)
         size = self.batch_size[dim]
         return _split_along(self, dim, _split_sizes(size, max(-(-size // chunks), 1)))
@@ -624,20 +650,23 @@ class ShapeOpsMixin:
         >>> TensorDict(a=torch.arange(5), batch_size=[5]).narrow(0, 1, 2)["a"]
         tensor([1, 2])
         """
-        dim = batch_dim(self, dim)
+        dim = batch_dim(self, dim, op="torch")
         start = start % self.batch_size[dim] if start < 0 else start
         if start + length > self.batch_size[dim]:
-            raise errors.BatchDimError(f"narrow({dim}, {start}, {length}) goes past the end of "
-                                       f"batch size {self.batch_size}")
+            raise errors.BatchDimError(
+                f"start ({start}) + length ({length}) exceeds dimension size "
+                f"({self.batch_size[dim]}): narrow({dim}, {start}, {length}) goes past the end "
+                f"of batch size {self.batch_size}")
         new = self.batch_size[:dim] + torch.Size([length]) + self.batch_size[dim + 1:]
         return self._reshaped(lambda x: x.narrow(dim, start, length), new, self.names)
 
     # -- gathering and masking -------------------------------------------------------------
-    def gather(self, dim: int, index: _Tensor, out: Any = None) -> Any:
+    def gather(self, dim: int, index: _Tensor, out: Any = None, *,
+               inplace: bool = False) -> Any:
         """``torch.gather`` along batch dim ``dim``; the result's batch size is the shape
         of ``index``. An index with fewer dims than the batch is spread over each leaf's
         remaining dims, as upstream does (at the index's dims, leaf dim ``dim`` keeps
-        one element).
+        one element). ``inplace`` as in :meth:`flatten`.
 
         >>> td = TensorDict(a=torch.arange(6).view(2, 3), batch_size=[2, 3])
         >>> td.gather(1, torch.tensor([[2], [0]]))["a"]
@@ -648,7 +677,9 @@ class ShapeOpsMixin:
                 [3, 4, 5],
                 [0, 1, 2]])
         """
-        dim = batch_dim(self, dim)
+        if inplace:
+            return take_in_place(self, self.gather(dim, index, out))
+        dim = batch_dim(self, dim, op="gather")
         batch = self.batch_size
         ndim, rank = len(batch), index.ndim
         if not 1 <= rank <= ndim or (rank < ndim and any(

@@ -84,8 +84,9 @@ def _as_index_part(part: Any) -> Any:
         raise TypeError(f"an index cannot mix keys (strings) and batch indices, got {part!r}: "
                         "use td[key][idx] or td[idx][key]")
     if isinstance(part, float):
-        raise IndexError(f"a batch index is an int, a slice, None, ..., or a tensor of ints or "
-                         f"booleans, got the float {part!r}")
+        raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                         f"Variables are valid indices (got float): a batch index is an int, a "
+                         f"slice, None, ..., or a tensor of ints or booleans, got {part!r}")
     if isinstance(part, (list, np.ndarray)):
         return torch.as_tensor(np.asarray(part) if isinstance(part, list) else part)
     if isinstance(part, range):
@@ -177,11 +178,11 @@ def check_bounds(parts: tuple[Any, ...], batch_size: torch.Size) -> None:
                 low, high = torch.stack((low, high)).tolist()  # one device sync
             bad = low if low < -size else high if high >= size else None
             if bad is not None:
-                raise IndexError(f"index {bad} is out of bounds for dim {dim} of batch size "
-                                 f"{list(batch_size)}")
+                raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size "
+                                 f"{size} (batch size {list(batch_size)})")
         elif part.__class__ is int and not -batch_size[dim] <= part < batch_size[dim]:
-            raise IndexError(f"index {part} is out of bounds for dim {dim} of batch size "
-                             f"{list(batch_size)}")
+            raise IndexError(f"index {part} is out of bounds for dimension {dim} with size "
+                             f"{batch_size[dim]} (batch size {list(batch_size)})")
         dim += 1
 
 
@@ -225,7 +226,8 @@ def indexed_size(batch_size: torch.Size, parts: tuple[Any, ...]) -> torch.Size:
         if part.__class__ is int:
             if not -size <= part < size:
                 raise IndexError(
-                    f"index {part} is out of bounds for dim {dim} of batch size {batch_size}"
+                    f"index {part} is out of bounds for dimension {dim} with size {size} "
+                    f"(batch size {batch_size})"
                 )
         elif part.__class__ is slice:
             out.append(len(range(*part.indices(size))))

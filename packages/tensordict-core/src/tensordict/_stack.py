@@ -275,7 +275,10 @@ def _check_batch(tds: Sequence[Any], dense: bool, skip_dim: int | None = None
                 break
     if bad is not None:
         raise StackMismatchError(
-            f"cannot stack or cat TensorDicts of batch sizes {batch} (tensordict 0) and "
+            ("stacking tensordicts requires them to have congruent batch sizes: "
+             if skip_dim is None else "Sizes of tensors must match except in dimension "
+             f"{skip_dim}: ")
+            + f"cannot stack or cat TensorDicts of batch sizes {batch} (tensordict 0) and "
             f"{tds[bad].batch_size} (tensordict {bad})"
             + ("" if skip_dim is None else f" along dim {skip_dim}")
         )
@@ -296,7 +299,7 @@ def stack(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noq
     batch = _check_batch(tds, dense)
     ndim = len(batch)
     if not -ndim - 1 <= dim <= ndim:
-        raise IndexError(f"dim {dim} is out of range to stack TensorDicts of batch size {batch}")
+        raise errors.dim_out_of_range(dim, batch, "torch", inserting=True)
     dim = dim % (ndim + 1)
     if out is not None:
         new = batch[:dim] + torch.Size([len(tds)]) + batch[dim:]
@@ -350,8 +353,7 @@ def cat(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa:
     batch = tds[0].batch_size if tds else torch.Size()
     ndim = len(batch)
     if not ndim or not -ndim <= dim < ndim:
-        raise errors.BatchDimError(f"dim {dim} is out of range to cat TensorDicts of batch "
-                                   f"size {batch}")
+        raise errors.dim_out_of_range(dim, batch, "cat")
     dim = dim % ndim
     if out is None and _all_lazy(tds):
         joined = cat_lazy(tds, dim)
@@ -396,8 +398,7 @@ def stack_lazy(stacks: Sequence[Any], dim: int,
         return classes.LazyStackedTensorDict.lazy_stack(list(stacks), dim)
     ndim = len(first.batch_size)
     if not -ndim - 1 <= dim <= ndim:
-        raise IndexError(f"dim {dim} is out of range to stack TensorDicts of batch size "
-                         f"{first.batch_size}")
+        raise errors.dim_out_of_range(dim, first.batch_size, "torch", inserting=True)
     dim %= ndim + 1
     part_dim = dim if dim <= sd else dim - 1
     parts = [stack_parts(list(group), part_dim)

@@ -106,7 +106,9 @@ class TensorDict(MapMixin, TensorDictBase):
             source = kwargs  # (an empty dict)
         elif source.__class__ is not dict and not (isinstance(source, Mapping)
                                                    or acts_as_tensordict(source)):
-            raise ValueError(f"TensorDict source must be a mapping, got {type(source).__name__}")
+            raise errors.ArgumentError(
+                "A TensorDict source is expected to be a TensorDictBase sub-type or a Mapping, "
+                f"found type(source)={type(source)} (a TensorDict source must be a mapping)")
         auto = False
         if batch_size.__class__ is not torch.Size or (batch_size and min(batch_size) < 0):
             auto = batch_size.__class__ is str
@@ -254,7 +256,8 @@ class TensorDict(MapMixin, TensorDictBase):
                     widen.append(entry)
                     continue
                 raise RuntimeError(
-                    f"cannot set batch_size to {new}: entry {key!r} has shape {shape}"
+                    f"the Tensor {key} has shape {shape} which is incompatible with the "
+                    f"batch-size {new}: cannot set batch_size, entry {key!r} has shape {shape}"
                 )
         _widen(widen, new)
         for key, entry in self._tensordict.items():
@@ -305,11 +308,10 @@ class TensorDict(MapMixin, TensorDictBase):
             return
         value = tuple(value)
         if len(value) != len(self._batch_size):
-            raise ValueError(f"{len(value)} names {list(value)} given for a batch size of "
-                             f"{len(self._batch_size)} dims")
+            raise errors.names_mismatch(value, len(self._batch_size))
         named = [n for n in value if n is not None]
         if len(named) != len(set(named)):
-            raise ValueError(f"dim names must be unique, got {list(value)}")
+            raise errors.names_mismatch(value, len(value))
         self._set_names(value if named else None)
 
     def _set_names(self, names: tuple[str | None, ...] | None) -> None:
@@ -700,8 +702,9 @@ class TensorDict(MapMixin, TensorDictBase):
         except IndexError as err:
             if batch:
                 raise
-            raise errors.BatchDimError(f"a TensorDict of batch size [] has no batch dim to "
-                                           f"index with {index!r}") from err
+            raise errors.BatchDimError(
+                f"indexing a tensordict with td.batch_dims==0 is not permitted. Got index "
+                f"{index!r} (a TensorDict of batch size [] has no batch dim to index)") from err
         batch_size = indexed_size(batch, parts)
         names = self._indexed_names(parts) if self._names is not None else None
         if len(parts) == 1:
@@ -720,14 +723,14 @@ class TensorDict(MapMixin, TensorDictBase):
         return out
 
     def _indexed_names(self, parts: Any) -> tuple[str | None, ...] | None:
-        """Dim names after indexing: ints drop a name, None/True/False add an unnamed dim,
-        slices and a single 1-d tensor index keep the name; other tensor indices
-        (several, or multi-dim) rearrange dims, so the names are dropped."""
+        """Dim names after indexing: ints (and 0-dim tensors) drop a name, None/True/False
+        add an unnamed dim, slices keep the name, and so does a single tensor index, after
+        unnamed dims for its leading dims (as upstream); several tensor indices rearrange
+        dims, so the names are dropped."""
         if self._names is None:
             return None
         parts = parts if isinstance(parts, tuple) else (parts,)
-        tensors = [p for p in parts if isinstance(p, torch.Tensor)]
-        if len(tensors) > 1 or any(t.ndim != 1 for t in tensors):
+        if sum(isinstance(p, torch.Tensor) for p in parts) > 1:
             return None
         names = list(self._names)
         out: list[str | None] = []
@@ -735,9 +738,10 @@ class TensorDict(MapMixin, TensorDictBase):
         for part in parts:
             if part is None or part is True or part is False:
                 out.append(None)
-            elif isinstance(part, int):
+            elif isinstance(part, int) or (isinstance(part, torch.Tensor) and not part.ndim):
                 dim += 1
             else:
+                out += [None] * (part.ndim - 1) if isinstance(part, torch.Tensor) else []
                 out.append(names[dim])
                 dim += 1
         out += names[dim:]

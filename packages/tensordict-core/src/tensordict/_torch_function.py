@@ -26,6 +26,7 @@ import torch.nn.functional as F  # noqa: N812
 from tensordict import plugins
 from tensordict._pointwise import BINARY, PREDICATES, UNARY
 from tensordict._reductions import reduce_fully
+from tensordict._shapes import as_device
 from tensordict._stack import cat, maybe_dense_stack, stack
 
 HANDLED: dict[Callable[..., Any], Callable[..., Any]] = {}
@@ -39,9 +40,13 @@ def _method(name: str) -> Callable[..., Any]:
 
 
 def _like(factory: Callable[..., Any]) -> Callable[..., Any]:
-    """``torch.zeros_like``-style factories applied to every leaf."""
+    """``torch.zeros_like``-style factories applied to every leaf (a ``device`` given is
+    the result's device)."""
     def handler(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
-        return input._apply_nest(lambda x: factory(x, *args, **kwargs), filter_empty=False)
+        device = kwargs.get("device")
+        return input._apply_nest(
+            lambda x: factory(x, *args, **kwargs), filter_empty=False,
+            **({} if device is None else {"device": as_device(device)}))
     return handler
 
 

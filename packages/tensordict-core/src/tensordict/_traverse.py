@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from tensordict import errors
-from tensordict._collection import NO_DEFAULT, classes
+from tensordict._collection import NO_DEFAULT, classes, is_tensor_collection
 from tensordict._plan import WritePlan
 from tensordict._shapes import as_device, as_size
 from tensordict._unbatched import UnbatchedTensor
@@ -262,6 +262,9 @@ class TraverseMixin:
                 if value.__class__ is _Tensor or (isinstance(value, _Tensor) and not (
                         batch_size is not None and value.__class__ is UnbatchedTensor)):
                     new = leaf_fn(value)
+                    if check_shapes and new.__class__ is not _Tensor and \
+                            not isinstance(new, _Tensor) and not is_tensor_collection(new):
+                        new = _stored_result(new, expected, self._device, key)
                     if ndim and _off_batch(new, expected, ndim):
                         raise errors.batch_mismatch(prefix + (key,) if prefix else key,
                                                     new.shape, expected)
@@ -471,6 +474,15 @@ class TraverseMixin:
         """A TensorDict of this structure whose tensor leaves are ``leaves``, in order."""
         it = iter(leaves)
         return self._apply_nest(lambda _: next(it), filter_empty=False, **kwargs)
+
+
+def _stored_result(new: Any, batch_size: torch.Size, device: Any, key: str) -> Any:
+    """A result of ``apply``'s fn that is no tensor (a number, a list, a string...) as a
+    TensorDict of ``batch_size`` would store it (a tensor, NonTensorData), or None."""
+    if new is None:
+        return None
+    empty = classes.TensorDict._from_entries({}, batch_size, device, None)
+    return empty._validate_value(new, key)
 
 
 def _off_batch(new: Any, expected: torch.Size, ndim: int) -> bool:

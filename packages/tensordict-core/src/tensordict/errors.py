@@ -27,6 +27,57 @@ class BatchDimError(IndexError, RuntimeError):
     both that and the IndexError torch raises for the same on a tensor."""
 
 
+class BatchDimValueError(IndexError, ValueError):
+    """A dim beyond the batch dims where upstream raises a ValueError (``logsumexp``): both
+    that and the IndexError torch raises for the same on a tensor."""
+
+
+#: How each op words a dim beyond the batch dims, as upstream does: the class it raises
+#: and its phrase (``{dim}``, ``{shape}``, ``{low}``, ``{high}`` filled in); None: the
+#: wording of most ops, "torch": that of torch (flip, flatten, stack...).
+_DIM_ERRORS: dict[str | None, tuple[type[Exception], str]] = {
+    None: (IndexError, "Incompatible dim {dim} for tensordict with shape {shape}"),
+    "torch": (IndexError, "Dimension out of range (expected to be in range of [{low}, {high}], "
+                          "but got {dim})"),
+    "unsqueeze": (BatchDimError, "unsqueezing is allowed for dims comprised between "
+                                 "`-td.batch_dims - 1` and `td.batch_dims` only. Got "
+                                 "dim={dim} with a batch size of {shape}"),
+    "permute": (ValueError, "Received an permutation order incompatible with the tensordict "
+                            "shape"),
+    "transpose": (ValueError, "dim0 and dim1 must be within the range of the number of "
+                              "dimensions"),
+    "gather": (BatchDimError, "Cannot gather tensordict with shape {shape} along dim {dim}"),
+    "logsumexp": (BatchDimValueError, "The dimension {dim} is incompatible with a tensordict "
+                                      "with batch_size {shape}"),
+    "all_any": (BatchDimError, "dim must be greater than or equal to -tensordict.batch_dims "
+                               "and smaller than tensordict.batch_dims"),
+    "cat": (BatchDimError, "dim must be in the range 0 <= dim < len(batch_size), got "
+                           "dim={dim} and batch_size={shape}"),
+    "lazy_stack": (BatchDimError, "Stack dim {dim} is too big for batch size {shape}"),
+}
+
+
+def dim_out_of_range(dim: Any, batch_size: Any, op: str | None = None,
+                     inserting: bool = False) -> Exception:
+    """The error for ``dim`` beyond the batch dims of ``batch_size`` in the op ``op`` (a
+    key of ``_DIM_ERRORS``), of the class upstream raises; ``inserting``: the op adds a dim.
+
+    >>> str(dim_out_of_range(2, (3, 4))).split(" (")[0]
+    'Incompatible dim 2 for tensordict with shape'
+    """
+    cls, phrase = _DIM_ERRORS[op]
+    ndim = len(batch_size) + int(inserting)
+    return cls(phrase.format(dim=dim, shape=batch_size, low=-ndim, high=ndim - 1)
+               + f" (dim {dim} is out of range for batch size {batch_size}: only batch dims "
+               "can be used)")
+
+
+class ArgumentError(TypeError, ValueError):
+    """An argument of the wrong kind where ours raises one of TypeError and ValueError and
+    upstream the other (``clamp()`` without bounds, a TensorDict source that is no
+    mapping): both."""
+
+
 class LockedTensorDictError(RuntimeError):
     """A write that adds, removes or replaces an entry of a locked TensorDict."""
 
@@ -76,9 +127,10 @@ def missing_key(
         return MissingKeyError(
             f'key "{key}" not found in TensorDict with keys {sorted(available)!r}'
         )
+    last = key[len(where)]
     return MissingKeyError(
-        f"key {key!r} not found: the TensorDict at {where!r} has no entry "
-        f"{key[len(where)]!r}, its keys are {sorted(available)!r}"
+        f"key {key!r} not found: the TensorDict at {where!r} has no entry {last!r}: "
+        f'key "{last}" not found in TensorDict with keys {sorted(available)!r}'
     )
 
 
@@ -104,6 +156,22 @@ def raw_non_tensor_at(key: Any, value: Any) -> TypeError:
                      f"entry {key!r}: wrap it in NonTensorData")
 
 
+def names_mismatch(names: Any, ndim: int) -> ValueError:
+    """The error for dim names ``names`` that do not fit ``ndim`` batch dims (their number,
+    or names given twice).
+
+    >>> str(names_mismatch(["x"], 2)).split(".")[0]
+    'the length of the dimension names must equate the tensordict batch_dims attribute'
+    """
+    names = list(names)
+    if len(names) != ndim:
+        return ValueError("the length of the dimension names must equate the tensordict "
+                          f"batch_dims attribute. Got {names} for batch_dims {ndim} "
+                          f"({len(names)} names given for a batch size of {ndim} dims)")
+    return ValueError(f"Some dimension names are non-unique: {names} (dim names must be "
+                      "unique)")
+
+
 def batch_mismatch(key: Any, shape: Any, batch_size: Any) -> RuntimeError:
     """A RuntimeError for a value whose leading dims do not match the batch size."""
     err = RuntimeError(
@@ -116,10 +184,16 @@ def batch_mismatch(key: Any, shape: Any, batch_size: Any) -> RuntimeError:
 
 
 def locked(action: str = "modify", key: Any = None) -> LockedTensorDictError:
-    """The error for a write to a locked TensorDict (at the entry ``key``, if given)."""
+    """The error for a write to a locked TensorDict (at the entry ``key``, if given);
+    ``action`` says what was refused, as in "delete an entry of a".
+
+    >>> str(locked("delete an entry of a")).split(". ")[0]
+    'Cannot modify locked TensorDict: cannot delete an entry of a locked TensorDict'
+    """
     where = "" if key is None else f" (writing the entry {key!r})"
+    what = "" if action == "modify" else f": cannot {action} locked TensorDict"
     return LockedTensorDictError(
-        f"Cannot {action} locked TensorDict{where}. Unlock it first with `td.unlock_()` "
+        f"Cannot modify locked TensorDict{where}{what}. Unlock it first with `td.unlock_()` "
         "(or `with td.unlock_(): ...`); in-place writes (`set_`, `update_`) are allowed."
     )
 
