@@ -129,6 +129,11 @@ class _Node:
     allow_pickle: bool = True  # an in-place write of its non-tensor value may pickle it
 
 
+class UnsupportedLayoutError(TypeError, RuntimeError):
+    """A leaf of a layout that cannot be memory-mapped (sparse...): a TypeError, and the
+    RuntimeError upstream raises for it."""
+
+
 # -- planning ----------------------------------------------------------------------------------
 def _path_str(path: tuple[Any, ...]) -> str:
     return repr(path[0]) if len(path) == 1 else repr(path)
@@ -137,7 +142,7 @@ def _path_str(path: tuple[Any, ...]) -> str:
 def _plan_tensor(tensor: torch.Tensor, filename: str | None, opts: _Options,
                  path: tuple[Any, ...]) -> _Job:
     if tensor.layout != torch.strided:
-        raise TypeError(
+        raise UnsupportedLayoutError(
             f"cannot memmap {_path_str(path)}: {tensor.layout} tensors are not supported")
     job = _Job(None if opts.like else tensor, tensor.shape, tensor.dtype, filename)
     if isinstance(tensor, MemoryMappedTensor):

@@ -68,6 +68,11 @@ __all__ = [
 ]
 
 
+class MissingParameterError(KeyError, ValueError):
+    """A distribution parameter the input TensorDict lacks: a KeyError naming the key, and
+    the ValueError upstream raises for it."""
+
+
 # -- random generators -------------------------------------------------------------------
 @contextlib.contextmanager
 def _use_generator(generator: torch.Generator | None) -> Iterator[None]:
@@ -304,7 +309,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         for name, key in zip(names, self.in_keys):
             value = tensordict.get(key, None)
             if value is None:
-                raise KeyError(
+                raise MissingParameterError(
                     f"{type(self).__name__}: the distribution parameter {key!r} is missing "
                     f"(keys: {list(tensordict.keys(True, True))})"
                 )

@@ -86,13 +86,27 @@ def _check_names(field_names: list[str], options: Options) -> None:
             )
 
 
+class UnexpectedFieldError(TypeError, AttributeError):
+    """A keyword argument of a tensorclass constructor that is no field: the TypeError
+    Python raises for an unexpected keyword, and the AttributeError upstream raises."""
+
+
+def _unexpected(instance: Any, extra: dict[str, Any]) -> UnexpectedFieldError:
+    cls = type(instance)
+    name = next(iter(extra))
+    return UnexpectedFieldError(
+        f"Cannot set the attribute {name!r}: {cls.__name__} has no such field. Its fields are "
+        f"{sorted(f.name for f in dataclasses.fields(cls))}. ({cls.__qualname__}.__init__() got an "
+        f"unexpected keyword argument {name!r})")
+
+
 def _make_init(cls: type, fields: list[dataclasses.Field]) -> Callable[..., None]:
     """The ``__init__`` of ``cls``: each field stored with its writer, plain tensors inline
     (the same checks as ``TensorDict.__init__``, nothing more)."""
     namespace: dict[str, Any] = {
         "_new": TensorDict._from_entries, "_as_size": as_size, "_as_device": as_device,
         "_guard": _fields.guard_fast_fields,
-        "_Tensor": _fields._Tensor, "_MISSING": _fields._MISSING,
+        "_Tensor": _fields._Tensor, "_MISSING": _fields._MISSING, "_unexpected": _unexpected,
     }
     positional: list[str] = []
     keyword: list[str] = []
@@ -124,7 +138,8 @@ def _make_init(cls: type, fields: list[dataclasses.Field]) -> Callable[..., None
     meta = {m: (m if m not in field_names else "None") for m in _META_PARAMS}
     keyword += [f"{m}=None" for m in _META_PARAMS if m not in field_names]
     self_name = "__tc_self__" if "self" in field_names else "self"
-    signature = ", ".join([self_name, *positional, *(["*", *keyword] if keyword else [])])
+    signature = ", ".join([self_name, *positional, *(["*", *keyword] if keyword else []),
+                           "**_tc_extra_"])
     device = meta["device"]
     source = [
         f"def __init__({signature}):",
@@ -132,6 +147,7 @@ def _make_init(cls: type, fields: list[dataclasses.Field]) -> Callable[..., None
         f"None if {device} is None else _as_device({device}), None)",
         "    _tc_set_ = _tc_td_._set_str",
         "    _tc_other_ = False",
+        f"    if _tc_extra_: raise _unexpected({self_name}, _tc_extra_)",
         *body,
         f"    if {meta['names']} is not None: _tc_td_.names = {meta['names']}",
         f"    object.__setattr__({self_name}, '_tensordict', _tc_td_)",
@@ -146,6 +162,9 @@ def _make_init(cls: type, fields: list[dataclasses.Field]) -> Callable[..., None
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__annotations__ = {**{f.name: f.type for f in fields if f.init}, "return": None}
+    shown = inspect.signature(init)  # without **_tc_extra_
+    init.__signature__ = shown.replace(parameters=[
+        p for p in shown.parameters.values() if p.kind is not p.VAR_KEYWORD])
     return init
 
 
