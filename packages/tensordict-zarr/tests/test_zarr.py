@@ -115,3 +115,23 @@ def test_array_options_reach_nested_arrays(tmp_path, write):
     assert group["a"].compressors == () and group["n/b"].compressors == ()
     with tensordict.from_zarr(path) as again:
         assert torch.equal(again["n", "b"], torch.ones(30, 4)) and again["s"] == "text"
+
+
+def test_unmarked_string_arrays_are_non_tensor_entries(tmp_path):
+    """A store written by another program: a string array is a non-tensor entry (the
+    array, as upstream reads it), left out of the guessed batch size."""
+    zarr = pytest.importorskip("zarr")
+    np = pytest.importorskip("numpy")
+    path = tmp_path / "raw.zarr"
+    group = zarr.open_group(path, mode="w")
+    group.create_array("x", data=np.arange(10, dtype=np.float32).reshape(5, 2))
+    group.create_array("g/y", data=np.zeros((5, 3)))
+    group.create_array("s", shape=(4,), dtype=str)[...] = np.array(["a", "b", "c", "d"])
+    with tensordict.from_zarr(path) as ptd:
+        assert ptd.batch_size == torch.Size([5]) and ptd["g"].batch_size == torch.Size([5, 3])
+        assert ptd["s"].tolist() == ["a", "b", "c", "d"]
+        copy = ptd.to_tensordict()
+    copy.to_zarr(tmp_path / "again.zarr").close()
+    with tensordict.from_zarr(tmp_path / "again.zarr") as again:
+        assert again["s"].tolist() == ["a", "b", "c", "d"]
+        assert torch.equal(again["x"], torch.arange(10.0).view(5, 2))

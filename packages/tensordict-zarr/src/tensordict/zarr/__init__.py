@@ -92,7 +92,9 @@ class ZarrFormat:
         group.attrs[META_ATTR] = meta
 
     def is_non_tensor(self, node: Any) -> bool:
-        return _NON_TENSOR_ATTR in node.attrs or _STACK_ATTR in node.attrs
+        # marked by upstream's attributes, or an array of strings another program wrote
+        return node.dtype.kind not in _NUMERIC or _NON_TENSOR_ATTR in node.attrs or \
+            _STACK_ATTR in node.attrs
 
     def write_non_tensor(self, group: zarr.Group, name: str, value: Any, key: Any) -> None:
         if isinstance(value, NonTensorStack):
@@ -106,6 +108,9 @@ class ZarrFormat:
                 return
             encoding = {"encoding": "json", "stack": True}
             data = items
+        elif isinstance(value.data, np.ndarray) and value.data.dtype.kind in "OSUT":
+            group.create_array(name, shape=value.data.shape, dtype=str)[...] = value.data
+            return  # an array of strings as it was read (unmarked)
         else:
             encoding, data = {"encoding": "json"}, value.data
         text = json_text(data, key).encode()
@@ -116,12 +121,17 @@ class ZarrFormat:
         if _STACK_ATTR in node.attrs:
             return NonTensorStack.from_list(node[...].tolist(), batch_size=batch_size,
                                             device=device)
-        encoding = node.attrs[_NON_TENSOR_ATTR]
+        encoding = node.attrs.get(_NON_TENSOR_ATTR)
+        if encoding is None:  # an unmarked array of strings: as upstream, the array
+            return NonTensorData(node[...], batch_size=batch_size, device=device)
         data = json.loads(bytes(node[...]).decode())
         if encoding.get("stack"):
             return NonTensorStack.from_list(data, batch_size=batch_size, device=device)
         return NonTensorData(data, batch_size=batch_size, device=device)
 
+
+#: the dtype kinds of the arrays read as tensors: bool, integers, floats, complex
+_NUMERIC = frozenset("biufc")
 
 register_format(ZarrFormat())
 
