@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.func import functional_call, grad, jacrev, jvp, vjp
 
-from tensordict import TensorDict, lazy_stack
+from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack
 
 
 def _td():
@@ -136,3 +136,14 @@ def test_an_ensemble_through_vmap(stack):
     grads = torch.vmap(grad(lambda p: _call(linear, p, x).pow(2).sum()))(ensemble)
     assert type(grads) is TensorDict and grads.batch_size == (2,)
     assert torch.equal(grads["bias"][1], 2 * _call(linear, params * 2, x).sum(0))
+
+
+def test_jacrev_of_a_lazy_stack():
+    stack = lazy_stack([_td(), _td()])
+    jacobian = jacrev(lambda t: t["a"] ** 2)(stack)
+    assert isinstance(jacobian, LazyStackedTensorDict)
+    assert (tuple(jacobian.batch_size), jacobian.stack_dim) == ((2, 2, 3), 0)
+    first = jacobian.tensordicts[0]
+    assert first.batch_size == (2, 3) and first["n"].batch_size == (2, 3)
+    assert torch.equal(first["a"][0], torch.diag(torch.tensor([0.0, 2.0, 4.0])))
+    assert not first["a"][1].any() and not jacobian.tensordicts[1]["a"][0].any()

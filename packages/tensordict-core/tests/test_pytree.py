@@ -252,3 +252,20 @@ def test_export_names_nested_inputs_by_level(strict):
     names = [spec.arg.name for spec in program.graph_signature.input_specs]
     assert names == ["td_a", "td_n_m_c"]
     assert torch.equal(program.module()(td), torch.full((2,), 2.0))
+
+
+@pytest.mark.parametrize("batch_size,shapes,new_shapes,expected", [
+    ([3], [(3,)], [(5, 3, 3)], (5, 3)),  # one leading dim gained: the batch gains it
+    ([2, 3], [(2, 3)], [(5, 2, 3)], (5, 2, 3)),
+    ([3], [(3,), (3, 2)], [(5, 3), (5, 3, 2)], (5, 3)),
+    ([3], [(3, 2)], [(5, 3, 3, 2)], (5, 3)),
+    ([3], [(3,)], [(5, 4)], (5,)),  # else the leading dims the leaves share
+    ([3], [(3,)], [(5, 6, 3)], (5,)),
+    ([2, 3], [(2, 3)], [(5, 4, 2, 3)], (5, 4)),
+    ([3], [(3,)], [(3, 5)], (3,)),  # still fits: kept
+])
+def test_unflatten_with_leaves_of_new_shapes(batch_size, shapes, new_shapes, expected):
+    # the batch sizes upstream's unflatten gives for these leaves
+    td = TensorDict({f"k{i}": torch.zeros(s) for i, s in enumerate(shapes)}, batch_size)
+    out = tree_unflatten([torch.zeros(s) for s in new_shapes], tree_flatten(td)[1])
+    assert tuple(out.batch_size) == expected

@@ -300,16 +300,21 @@ def _fitting_size(children: list[Any], batch_size: torch.Size, leaf: _Tensor | N
                   context: _Context) -> torch.Size:
     """``batch_size`` if every child fits it, else a batch size the children share.
 
-    The number of batch dims then follows the probe leaf (it keeps its number of
-    feature dims), capped by the longest leading shape every child shares. Children
-    that are neither tensors nor TensorDicts (pytree tools rebuild the structure with
-    placeholders, e.g. the ``in_dims`` of vmap) do not constrain the batch size.
+    Children that gained one same leading dim before ``batch_size`` (stacked results,
+    as ``jacrev`` gives them) give it that dim more, as upstream's. Else the number of
+    batch dims follows the probe leaf (it keeps its number of feature dims), capped by the
+    longest leading shape every child shares. Children that are neither tensors nor
+    TensorDicts (pytree tools rebuild the structure with placeholders, e.g. the
+    ``in_dims`` of vmap) do not constrain the batch size.
     """
     if _all_fit(children, batch_size):
         return batch_size
     shapes = [c.shape if isinstance(c, _Tensor) else c.batch_size
               for c in children if isinstance(c, _Tensor) or acts_as_tensordict(c)]
     ndim = len(batch_size)
+    if shapes and all(len(s) > ndim and s[0] == shapes[0][0] and s[1:ndim + 1] == batch_size
+                      for s in shapes):
+        return shapes[0][:1] + batch_size
     if leaf is not None and context.probe[2] is not None:
         features = len(context.probe[2]) - len(context.batch_size)
         ndim = max(min(ndim, leaf.dim() - features), 0)
@@ -368,7 +373,8 @@ def _flatten_lazy(td: Any) -> tuple[list[Any], tuple[int, torch.Size]]:
 
 
 def _unflatten_lazy(children: Any, context: tuple[int, torch.Size]) -> Any:
-    """Restack the parts; a dim that ``vmap`` added to every part moves the stack dim."""
+    """Restack the parts; a dim that ``vmap`` added to every part (leaving it) moves the
+    stack dim. Elsewhere the stack dim stays (``jacrev``'s stacked parts, as upstream)."""
     stack_dim, part_size = context
     children = list(children)
     sizes = {c.batch_size for c in children if acts_as_tensordict(c)}
@@ -379,7 +385,7 @@ def _unflatten_lazy(children: Any, context: tuple[int, torch.Size]) -> Any:
             "pass it with in_dims=None"
         )
     grown = next((size for size in sizes if len(size) == len(part_size) + 1), None)
-    if grown is not None and inserted_dim(grown, part_size) <= stack_dim:
+    if grown is not None and LEAVING and inserted_dim(grown, part_size) <= stack_dim:
         stack_dim += 1
     return classes.LazyStackedTensorDict(*children, stack_dim=stack_dim)
 
