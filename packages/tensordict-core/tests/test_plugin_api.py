@@ -3,6 +3,7 @@ features, and the extension module :mod:`tensordict.extending`."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import inspect
 import sys
@@ -77,6 +78,19 @@ def test_first_party_features_come_from_one_table():
     n_methods = sum(len(f.get("methods", ())) for f in table.values())
     assert len(plugins.PLUGIN_METHODS) == n_methods  # no feature claimed twice
     assert plugins.NAMED_LIKE_MODULES == {"tensorclass"}
+
+
+@pytest.mark.parametrize("name", sorted(plugins.ATTRIBUTE_MODULES))
+def test_plugin_modules_upstream_imports_are_package_attributes(name):
+    import tensordict
+
+    try:
+        module = importlib.import_module(f"tensordict.{name}")
+    except ImportError:  # the plugin is not installed: the attribute names it
+        with pytest.raises(AttributeError, match=f"tensordict-{plugins.SUBPACKAGES[name]}"):
+            getattr(tensordict, name)
+    else:
+        assert getattr(tensordict, name) is module
 
 
 def test_dotted_top_level_names_are_module_attributes():
