@@ -238,12 +238,21 @@ def method(name: str, doc: str | None = None) -> Callable[..., Any]:
 
 
 def _classmethod(name: str, doc: str | None) -> classmethod:
-    """A class-level TensorDict function (``fromkeys``, ``stack``...) returning the class."""
+    """A class-level TensorDict function (``fromkeys``, ``stack``...) returning the class;
+    a constructor (``from_*``) of keys that are no fields raises, as upstream."""
+    constructor = name.startswith("from")
 
     def forwarded(cls: type, *args: Any, **kwargs: Any) -> Any:
         originals: list[Any] = []
         args = unwrap(args, originals)
-        return deliver(cls, getattr(TensorDict, name)(*args, **kwargs), originals)
+        result = getattr(TensorDict, name)(*args, **kwargs)
+        if constructor and result.__class__ is TensorDict and not fits(cls, result):
+            extra = set(result.keys()) - cls._tc_field_set
+            raise ValueError(
+                f"Keys from the tensordict ({set(result.keys())}) must correspond to the class "
+                f"attributes ({set(cls._tc_field_set)}). Got the set of keys {extra} which do "
+                f"not belong to the class ({cls.__name__}.{name} builds a {cls.__name__}).")
+        return deliver(cls, result, originals)
 
     forwarded.__name__ = forwarded.__qualname__ = name
     forwarded.__doc__ = doc
