@@ -227,8 +227,12 @@ def test_unflatten_keys_clash_keeps_both_entries():
     assert sorted(td.keys()) == ["a", "a.b"] and td["a"].tolist() == [1., 1., 1.]
 
 
-def test_to_with_two_dtypes_raises():
+def test_to_with_bad_arguments_raises():
     td = _td()
     with pytest.raises(TypeError):
         td.to(torch.float64, torch.float32)
+    with pytest.raises(TypeError):
+        td.to(memory_format=1)  # (it was ignored)
+    with pytest.raises(TypeError):
+        td.to(torch.float64, torch.float32, inplace=True)
     assert td["a"].dtype == torch.float32

@@ -161,6 +161,9 @@ class ToOptions:
     def __init__(self, memory_format: torch.memory_format | None = None, inplace: bool = False,
                  non_blocking_pin: bool = False, num_threads: int | None = None,
                  other: Any = None) -> None:
+        if memory_format is not None and not isinstance(memory_format, torch.memory_format):
+            raise TypeError(f"to() got memory_format={memory_format!r}: give a "
+                            "torch.memory_format (torch.channels_last...)")
         self.memory_format, self.inplace = memory_format, bool(inplace)
         self.pin, self.num_threads = bool(non_blocking_pin), num_threads
         self.other, self.leaf_targets = other, None
