@@ -224,7 +224,10 @@ _TC_KTU = "a tensorclass's update_ honours keys_to_update (upstream writes every
 _TC_FLATTEN_KEYS = (
     "flatten_keys() of a tensorclass works (upstream raises: keys must match the fields)"
 )
-_TC_NEW_KEY = "a new non-field key set on a tensorclass holds its value (upstream stores None)"
+_TC_NEW_KEY = (
+    "a new non-field key set on a tensorclass holds its value (upstream stores None, or reads"
+    " None back)"
+)
 _TC_BARE_AT_INDEX = (
     "update_at_ of a bare string into a tensorclass's non-tensor field raises TypeError"
     " (upstream writes it into every element, or into an index copy where it is lost)"
@@ -274,7 +277,7 @@ ALLOWED.update(
                 for w in _STR_WRITES
             ]
             + ["sub_td/int_nested/update_at__str", "sub_td/nested/update_at__str"]
-            + ["lazy*/sub_td/update__stack"],
+            + ["lazy*/sub_td/update__stack", "tensorclass/sub_td/set_non_tensor"],
             UP_RAISES,
             _SUB_TD_NON_TENSOR,
         ),
@@ -429,6 +432,11 @@ ALLOWED.update(
                 "tensorclass/*/setdefault",
                 "tensorclass/sub_td/rename_key_",
                 "tensorclass/sub_td/set_non_tensor_new",
+            ]
+            + [
+                f"tensorclass/{v}/{w}"
+                for v in ("self", "ctx_to_dtype")
+                for w in ("rename_key_", "set_non_tensor_new")
             ],
             STATE,
             _TC_NEW_KEY,

@@ -38,8 +38,10 @@ def test_reads_a_file_written_by_upstream():
         with tensordict.from_h5(FIXTURE, **options) as guessed:
             assert guessed.batch_size == torch.Size([4])
             assert guessed["next"].batch_size == torch.Size([4, 1])
-    with tensordict.from_h5(FIXTURE, batch_dims=1) as one:
+    with tensordict.from_h5(FIXTURE, auto_batch_size=True, batch_dims=1) as one:
         assert one.batch_size == torch.Size([4]) and one["next"].batch_size == torch.Size([4])
+    with tensordict.from_h5(FIXTURE, batch_dims=1) as ignored:  # as upstream: no effect
+        assert ignored["next"].batch_size == torch.Size([4, 1])
 
 
 def test_writes_upstreams_layout(tmp_path):

@@ -38,8 +38,10 @@ def test_string_datasets_are_non_tensor_and_out_of_the_batch_size(raw_file, opti
         assert ptd["names"].tolist() == [b"a", b"b", b"c", b"d"]
         assert ptd["fixed"].tolist() == [b"ab", b"cd", b"ef", b"gh", b"ij"]
         assert ptd[1:3]["s"] == b"abc" and ptd[1:3]["x"].tolist() == [[2.0, 3.0], [4.0, 5.0]]
-    with tensordict.from_h5(raw_file, batch_dims=1) as ptd:
+    with tensordict.from_h5(raw_file, auto_batch_size=True, batch_dims=1) as ptd:
         assert ptd["g"].batch_size == torch.Size([5])
+    with tensordict.from_h5(raw_file, auto_batch_size=True, batch_dims=0) as ptd:
+        assert ptd.batch_size == torch.Size([]) and ptd["g"].batch_size == torch.Size([])
     with tensordict.from_h5(raw_file, batch_size=[5]) as ptd:
         assert ptd["g"].batch_size == torch.Size([5])
 

@@ -111,3 +111,79 @@ def test_copy_at_slow_path_writes_into_a_tensorclass():
     tc = make()
     tc.copy_at_(tc[2].apply(lambda x: x + 5), 0, fast=False)
     assert state(tc) == (["('n', 'x')", "n", "s", "x"], [7.0, 1.0, 2.0], "orig", [6.0, 1.0, 1.0])
+
+
+def test_rename_key_to_a_non_field_key_keeps_the_data_with_upstreams_warning():
+    """As upstream, ``rename_key_``/``set_non_tensor`` of a key that is not a field write
+    it (deprecated: a DeprecationWarning naming the method); the value reads back."""
+    tc = make()
+    with pytest.warns(DeprecationWarning, match=r"not fields \(\['z'\]\) with Item.rename_key_"):
+        assert tc.rename_key_("x", "z") is tc
+    assert sorted(tc._tensordict.keys()) == ["n", "s", "z"]
+    assert tc.get("z").tolist() == [0.0, 1.0, 2.0] and tc.x is None
+    with pytest.warns(DeprecationWarning, match=r"'t'.* with Item.set_non_tensor"):
+        tc.set_non_tensor("t", "extra")
+    assert tc.get("t") == "extra" and tc.s == "orig"
+    assert tc.to_tensordict()["z"].tolist() == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.parametrize("view", ["int", "slice", "mask", "select"])
+def test_a_non_field_key_written_through_an_index_copy_leaves_the_instance(view):
+    tc = make()
+    before = state(tc)
+    target = VIEWS[view](tc)
+    with pytest.warns(DeprecationWarning, match="not fields"):
+        target.set_non_tensor("t", "extra")
+    assert target.get("t") == "extra"
+    assert state(tc) == before
+
+
+def test_a_dict_update_with_keys_that_are_not_fields_raises_before_any_write():
+    tc = make()
+    before = state(tc)
+    with pytest.raises(ValueError, match=r"no fields \['w'\]"):
+        tc.update({"x": torch.ones(3), "w": torch.zeros(3)})
+    assert state(tc) == before
+    tc.update({("n", "new"): torch.ones(3)})  # a nested key through a field
+    assert tc.n["new"].tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("write", ["rename_key_", "set_non_tensor", "setdefault"])
+@pytest.mark.parametrize("dim", [0, -1])
+def test_a_shape_context_holding_a_non_field_key_is_not_written_back(write, dim):
+    tc = make()
+    before = state(tc)
+    with pytest.raises(ValueError, match="no fields"), \
+            pytest.warns(DeprecationWarning) if write != "setdefault" else _no_check(), \
+            tc.unsqueeze(dim) as view:
+        {"rename_key_": lambda: view.rename_key_("x", "z"),
+         "set_non_tensor": lambda: view.set_non_tensor("t", "extra"),
+         "setdefault": lambda: view.setdefault("w", torch.zeros(view.batch_size))}[write]()
+    assert state(tc) == before
+
+
+def _no_check():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+def test_the_index_view_of_an_instance_is_an_instance_with_its_rules():
+    tc = make()
+    view = tc._get_sub_tensordict(0)
+    assert type(view) is Item
+    view.x = torch.tensor(5.0)
+    view.set("x", torch.tensor(6.0), inplace=True)
+    assert tc.x.tolist() == [6.0, 1.0, 2.0]
+    before = state(tc)
+    with pytest.raises(ValueError, match="Invalid indexing arguments|tensorclass is indexed"):
+        view["x"] = torch.tensor(7.0)
+    with pytest.raises(AttributeError):
+        view.set("new", torch.tensor(7.0))
+    with pytest.raises(RuntimeError, match="existing"):
+        view.set("x", torch.tensor(7.0))
+    with pytest.raises(AttributeError, match="__delitem__"):
+        del view["x"]
+    with pytest.raises(ValueError, match=r"no fields \['new'\]"):
+        view.update({"x": torch.tensor(7.0), "new": torch.tensor(7.0)})
+    assert state(tc) == before

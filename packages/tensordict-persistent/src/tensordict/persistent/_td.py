@@ -75,7 +75,8 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
         auto_batch_size: accepted for upstream's signature: a file that stores no batch
             size (as upstream writes HDF5 files) always gets the leading dims its arrays
             share, as upstream's; each group gets its own (non-tensor datasets aside).
-        batch_dims: the most batch dims such a guessed batch size has.
+        batch_dims: with ``auto_batch_size``, the most batch dims such a guessed batch
+            size has.
     """
 
     def __init__(self, *, batch_size: Sequence[int] | None = None, filename: str | None = None,
@@ -113,9 +114,9 @@ class PersistentTensorDict(WriteBackMixin, TensorDictBase):
                 raise
         elif stored is not None:
             self._batch_size = stored
-        else:
-            self._guess = (batch_dims,)
-            self._batch_size = _shared_batch(self._format, group, batch_dims)
+        else:  # as upstream, batch_dims caps the guess only with auto_batch_size
+            self._guess = (batch_dims if auto_batch_size else None,)
+            self._batch_size = _shared_batch(self._format, group, self._guess[0])
 
     @classmethod
     def _child(cls, parent: PersistentTensorDict, group: Any) -> PersistentTensorDict:

@@ -54,6 +54,11 @@ RETURNS_ENTRIES = frozenset({
 })
 
 
+#: Private methods whose result is delivered as the class, as upstream's: the index view
+#: of an instance is an instance (its writes follow the class's rules).
+REWRAPPED_PRIVATE = frozenset({"_get_sub_tensordict"})
+
+
 #: Queries whose result is never a collection, and that take no instance: called on the
 #: TensorDict directly, their result returned as it is.
 QUERIES = frozenset({
@@ -215,7 +220,8 @@ def method(name: str, doc: str | None = None) -> Callable[..., Any]:
         query.__name__ = query.__qualname__ = name
         query.__doc__ = doc
         return query
-    rewrap = name not in RETURNS_ENTRIES and not name.startswith("_") or name in OPERATORS
+    rewrap = name not in RETURNS_ENTRIES and not name.startswith("_") or name in OPERATORS \
+        or name in REWRAPPED_PRIVATE
     unchanging = name in UNCHANGING
 
     def forwarded(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -228,7 +234,7 @@ def method(name: str, doc: str | None = None) -> Callable[..., Any]:
         result = getattr(td, name)(*args, **kwargs)
         if result is td:  # (in-place ops: deliver's first case, inlined)
             if rewrap and not unchanging:
-                self._resync()
+                self._resync(name)
             return self
         return deliver(type(self), result, originals) if rewrap else result
 

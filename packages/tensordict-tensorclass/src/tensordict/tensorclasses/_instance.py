@@ -27,6 +27,7 @@ from torch.utils.data._utils.collate import default_collate_fn_map
 from tensordict import TensorCollection, TensorDict, TensorDictBase
 from tensordict.base import NO_DEFAULT
 from tensordict.extending import check_non_tensor_write, deprecated_fields, unwrap_non_tensor
+from tensordict.storage import IndexView
 from tensordict.tensorclasses import _fields
 from tensordict.tensorclasses._dtype import install_casts
 from tensordict.tensorclasses._forward import (
@@ -36,12 +37,14 @@ from tensordict.tensorclasses._forward import (
     fits,
     install_forwarders,
     install_plugin_methods,
+    method,
     unwrap,
 )
 from tensordict.tensorclasses._repr import nested_compact_block, tensorclass_repr
 from tensordict.utils import warn_deprecated
 
 T = TypeVar("T", bound="TensorClassBase")
+_update = method("update")
 _Tensor = torch.Tensor
 _PLAIN = frozenset({_Tensor, TensorDict})  # entries no fast field needs guarding for
 
@@ -91,9 +94,10 @@ class TensorClassBase(Wrapper):
             obj.__post_init__()  # type: ignore[attr-defined]
         return obj
 
-    def _resync(self) -> None:
-        """Follow the storage after an in-place op (it may have new non-tensor data);
-        entries that are not fields are taken out again, with an error."""
+    def _resync(self, op: str = "an in-place op") -> None:
+        """Follow the storage after the in-place op ``op`` (it may have new non-tensor
+        data); entries that are not fields (``rename_key_``, ``set_non_tensor`` of another
+        key) stay, with upstream's DeprecationWarning."""
         td = self._tensordict
         fields = type(self)._tc_field_set
         if td.__class__ is TensorDict:
@@ -106,14 +110,12 @@ class TensorClassBase(Wrapper):
                 return
         else:
             _fields.attach(self, td)
-        extra = [key for key in td.keys() if key not in fields]
+        extra = sorted(key for key in td.keys() if key not in fields)
         if extra:
-            for key in extra:
-                td._del_str(key)
-            raise ValueError(
-                f"{type(self).__name__} has no fields {sorted(extra)}; its fields are "
-                f"{sorted(type(self)._tc_field_set)}"
-            )
+            name = type(self).__name__
+            warn_deprecated(f"Writing keys that are not fields ({extra}) with {name}.{op}(), "
+                            "which set() rejects with AttributeError,", removal="0.17",
+                            replacement=f"only its fields ({sorted(fields)})", stacklevel=3)
         _fields.guard_fast_fields(self)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -318,12 +320,52 @@ class TensorClassBase(Wrapper):
                 # a bare object is not wrapped for an in-place write (upstream raises too):
                 # on an index copy it would land nowhere
                 check_non_tensor_write(present, value, name)
+            if isinstance(self._tensordict, IndexView) and name in type(self)._tc_field_set:
+                # an index view's rule, as upstream's: an existing entry only in place
+                self._tensordict.set(name, value, inplace=inplace, non_blocking=non_blocking)
+                return self
             self._set_str(name, value, inplace=present is not None,
                           validated=False, non_blocking=non_blocking)
         else:
             self._tensordict.set(key, value, inplace=inplace, non_blocking=non_blocking,
                                  **kwargs)
         return self
+
+    def update(self: T, input_dict_or_td: Any, *args: Any, **kwargs: Any) -> T:
+        """TensorDict's ``update``. A dict whose keys are not all fields raises
+        ValueError before any write (as upstream's; a TensorDict's other keys are written,
+        with upstream's DeprecationWarning).
+
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Box(TensorClass):
+        ...     width: torch.Tensor
+        >>> Box(width=torch.ones(2)).update({"width": torch.zeros(2)}).width
+        tensor([0., 0.])
+        """
+        if isinstance(input_dict_or_td, dict):
+            fields = type(self)._tc_field_set
+            extra = sorted({key if key.__class__ is str else key[0]
+                            for key in input_dict_or_td} - fields, key=str)
+            if extra:
+                raise ValueError(f"{type(self).__name__} has no fields {extra}: the keys of a "
+                                 f"dict to update it with must be among its fields "
+                                 f"{sorted(fields)}")
+        return _update(self, input_dict_or_td, *args, **kwargs)
+
+    def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> None:
+        """Leave ``with tc.<op>(...) as result:``, writing ``result`` back (TensorDict's
+        ``__exit__``); a result of a shape op that holds keys that are not fields
+        (``rename_key_`` inside the block...) is not written back: ValueError, as
+        upstream's (``to()``'s result is written back)."""
+        td = self._tensordict
+        stack = getattr(td, "_exit_stack", None)  # (how it was made, for the write-back)
+        if exc_type is None and stack and isinstance(stack[-1], tuple) and stack[-1][0] != "to":
+            extra = sorted(set(td.keys()) - type(self)._tc_field_set)
+            if extra:
+                raise ValueError(f"{type(self).__name__} has no fields {extra}: the result of "
+                                 f"{stack[-1][0]}() cannot be written back with them")
+        return td.__exit__(exc_type, exc, traceback)
 
     def extend(self, tensordict: Any) -> None:
         """Append to the lazy stack the instance holds (deprecated: build a new instance
