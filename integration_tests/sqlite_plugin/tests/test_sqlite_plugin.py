@@ -82,6 +82,18 @@ def test_save_and_load_round_trip(path, index):
         assert loaded["config"] == {"lr": 0.1, "sizes": (3, 4)}
 
 
+def test_from_schema_creates_a_file_of_zeros(path):
+    schema = {"obs": ([3, 2], torch.uint8), "next": {"reward": ([], torch.float64)}}
+    stored = TensorDict.from_schema(schema, batch_size=[5], storage="sqlite", path=path)
+    stored.close()
+    with reopened(path) as loaded:
+        assert loaded.batch_size == (5,) and loaded["next"].batch_size == (5,)
+        assert loaded["obs"].shape == (5, 3, 2) and loaded["obs"].dtype == torch.uint8
+        assert not loaded["obs"].any() and loaded["next", "reward"].dtype == torch.float64
+    with pytest.raises(TypeError, match="needs path="):
+        TensorDict.from_schema(schema, batch_size=[5], storage="sqlite")
+
+
 def test_to_sqlite_method_and_repr(path):
     stored = sample().to_sqlite(path)
     assert repr(stored).startswith("SqliteTensorDict(batch_size=[6], fields={")

@@ -19,5 +19,13 @@ class SqliteBackend:
     def load(self, path: str | os.PathLike, **kwargs: Any) -> SqliteTensorDict:
         return SqliteTensorDict(path, **kwargs)
 
+    def from_schema(self, prototype: Any, *, device: Any = None,
+                    path: str | os.PathLike | None = None) -> SqliteTensorDict:
+        """``TensorDict.from_schema(..., storage="sqlite", path=...)``: a new file of zeros
+        (the prototype's tensors are expanded zeros: rows are built one at a time)."""
+        if path is None:
+            raise TypeError("from_schema(storage='sqlite') needs path=")
+        return SqliteTensorDict.from_tensordict(prototype, path, device=device)
+
     def can_load(self, path: str | os.PathLike) -> bool:
         return is_store(path)
