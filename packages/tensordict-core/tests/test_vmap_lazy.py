@@ -259,3 +259,19 @@ def test_non_tensor_data_and_unbatched_tensors_go_along(in_dim, expected):
     assert [part["s"] for part in out.tensordicts] == ["x0", "x1"]
     assert type(out.tensordicts[0].get("u")) is UnbatchedTensor
     assert out.tensordicts[0]["u"].shape == (5,)
+
+
+@pytest.mark.parametrize("read", [
+    lambda t: t["b"], lambda t: t.get("b"), lambda t: t.get("b", None),
+    lambda t: t.get(("b",)), lambda t: t["n", "c"]])
+def test_ragged_entry_read_over_stack_dim_raises_runtime_error(read):
+    # upstream: reading an entry the parts hold in different shapes raises RuntimeError
+    parts = [TensorDict(a=torch.zeros(3), b=torch.zeros(w),
+                        n=TensorDict(c=torch.zeros(w + 1))) for w in (1, 2)]
+    stack = lazy_stack(parts)
+    with pytest.raises(RuntimeError, match="Failed to stack tensors"):
+        torch.vmap(lambda t: read(t).sum())(stack)
+    # the readable entries still map, and the stack is left as it was
+    assert torch.vmap(lambda t: t["a"].sum())(stack).tolist() == [0.0, 0.0]
+    assert [tuple(p["b"].shape) for p in stack.tensordicts] == [(1,), (2,)]
+    assert sorted(stack.keys()) == ["a", "b", "n"]

@@ -11,7 +11,8 @@ out of the caller's, while in-place writes reach the caller's tensors.
   are seen as TensorDicts, as below.
 * Mapped over the stack dim, the function sees one TensorDict: each entry stacked along
   the stack dim and batched there (an entry the parts hold in different shapes cannot be
-  batched and is left out). When the level is left, its writes are cut along the stack dim
+  batched: it is left out, and reading it raises the RuntimeError reading it from the
+  stack raises, as upstream). When the level is left, its writes are cut along the stack dim
   into a copy of the parts (the keys set or replaced, deleted) or into the parts' tensors
   (the entries written in place: ``set_``, ``add_``...), and the TensorDict, returned,
   comes out as the lazy stack of those parts along the output dim (a TensorDict when it
@@ -57,6 +58,26 @@ class _Mapped:
 
     def __init__(self, stack: Any, inside: Any, given: dict[str, Any], dim: int) -> None:
         self.stack, self.inside, self.given, self.dim = stack, inside, given, dim
+
+
+class _RaggedEntries(dict):
+    """The entries of a lazy stack seen as one TensorDict, missing those its parts hold in
+    different shapes: reading one of those (``td[key]``, ``td.get(key)``, with a default
+    too) raises the error reading it from the stack raises."""
+
+    __slots__ = ("errors",)
+
+    def __init__(self, entries: dict[str, Any], errors: dict[str, RuntimeError]) -> None:
+        super().__init__(entries)
+        self.errors = errors
+
+    def __missing__(self, key: str) -> Any:
+        err = self.errors.get(key)
+        raise KeyError(key) if err is None else type(err)(*err.args)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key not in self and key in self.errors else \
+            super().get(key, default)
 
 
 #: per vmap level, the lazy stacks seen as TensorDicts at that level
@@ -128,10 +149,12 @@ def _enter_dense(stack: Any, in_dim: int, level: int) -> Any:
     size = size[:in_dim] + size[in_dim + 1:]
     entries: dict[str, Any] = {}
     given: dict[str, Any] = {}
+    ragged: dict[str, RuntimeError] = {}
     for key in stack._keys_str():
         try:
             value = stack._get_str(key)
-        except StackMismatchError:  # held in different shapes: cannot be batched
+        except StackMismatchError as err:  # held in different shapes: cannot be batched
+            ragged[key] = err
             continue
         if isinstance(value, _Tensor) and value.__class__ is not UnbatchedTensor:
             entries[key] = _vmap_impl._add_batch_dim(value, in_dim, level)
@@ -142,6 +165,8 @@ def _enter_dense(stack: Any, in_dim: int, level: int) -> Any:
             if value.__class__ is classes.LazyStackedTensorDict else \
             _enter_value(value, in_dim, level, size)
         given[key] = (entries[key], None, 0)
+    if ragged:
+        entries = _RaggedEntries(entries, ragged)
     inside = classes.TensorDict._from_entries(entries, size, stack.device,
                                               _without(stack._names, in_dim))
     MAPPED.setdefault(level, []).append(_Mapped(stack, inside, given, in_dim))
