@@ -102,3 +102,10 @@ def test_what_a_locked_stack_read_is_not_pickled() -> None:
     assert copy["nested"].names == [None, "q", "r"]
     copy["nested"].set_("c", torch.full((2, 1, 3), 5.0))
     assert copy.tensordicts[0]["nested", "c"].eq(5).all()
+
+
+def test_a_locked_stack_renamed_as_a_whole_renames_its_nested_stacks() -> None:
+    stack = _stack().lock_()
+    assert stack["nested"].names == [None] * 3
+    stack.names = ["p", "q", "r"]
+    assert stack["nested"].names == ["p", "q", "r"]

@@ -308,8 +308,7 @@ class LazyStackedTensorDict(LazyIndexMixin, LazyShapeMixin, LazyDictMixin, Densi
         for td in self.tensordicts:
             td.names = value if any(n is not None for n in value) else None
         self._stack_dim_name = stack_name
-        if self._frozen is not None:
-            self._frozen.pop(_NAMES, None)
+        self._frozen = None  # (its nested stacks are renamed too: read them again)
 
     @property
     def _names(self) -> tuple[str | None, ...] | None:
