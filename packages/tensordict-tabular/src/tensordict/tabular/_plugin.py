@@ -10,6 +10,9 @@ from typing import Any
 
 from tensordict.plugins import hookimpl
 
+#: the versions of the plugin API this plugin works with (checked when it registers)
+TENSORDICT_PLUGIN_API = (1,)
+
 _TOP_LEVEL = ("from_arrow", "to_arrow", "from_parquet", "from_csv", "from_json", "from_pandas")
 
 
