@@ -48,6 +48,10 @@ _IN_PLACE_DUNDERS = frozenset({
     "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__",
     "__imatmul__"})
 #: methods ending with "_" that write no element
+#: dtypes whose tensors give NumPy arrays directly
+_NUMPY_DTYPES = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32,
+                           torch.int64, torch.float16, torch.float32, torch.float64,
+                           torch.complex64, torch.complex128})
 _NOT_WRITES = frozenset({"requires_grad_", "retain_grad_", "share_memory_", "detach_",
                          "_fix_weakref"})
 
@@ -143,8 +147,15 @@ class _Leaf:
         tensor = self.tensor
         if tensor.__class__ is ReadOnlyTensor:
             tensor = _plain(tensor)
-        data = tensor.resolve_conj().resolve_neg().contiguous()
-        raw = data.reshape(-1).view(torch.uint8).numpy() if data.numel() else b""
+        if tensor.is_complex():
+            tensor = tensor.resolve_conj().resolve_neg()
+        data = tensor.contiguous()
+        if not data.numel():
+            raw: Any = b""
+        elif data.dtype in _NUMPY_DTYPES:
+            raw = data.numpy()
+        else:  # (bfloat16, float8...: no NumPy dtype)
+            raw = data.reshape(-1).view(torch.uint8).numpy()
         return rebuild_leaf, (pickle.PickleBuffer(raw), tensor.dtype, tensor.shape)
 
 
@@ -155,7 +166,8 @@ def rebuild_leaf(buffer: Any, dtype: torch.dtype, shape: torch.Size) -> _Tensor:
     if not view.nbytes:
         return torch.empty(shape, dtype=dtype)
     if not view.readonly:
-        return torch.frombuffer(buffer, dtype=dtype).view(shape)
+        tensor = torch.frombuffer(buffer, dtype=dtype)
+        return tensor if len(shape) == 1 else tensor.view(shape)
     with warnings.catch_warnings():  # (torch's: "The given buffer is not writable")
         warnings.simplefilter("ignore", UserWarning)
         tensor = torch.frombuffer(buffer, dtype=dtype)
