@@ -153,6 +153,38 @@ def test_stack_small_baseline(benchmark):
     benchmark(lambda: dzip(torch.stack, SMALL))
 
 
+PAIR = [{"a": torch.randn(3), "b": torch.randn(3, 2)} for _ in range(2)]
+PAIR_TD = [TensorDict(d, batch_size=[3]) for d in PAIR]
+PAIR_STR = [{**d, "s": "text"} for d in PAIR]
+PAIR_STR_TD = [TensorDict(d, batch_size=[3]) for d in PAIR_STR]
+
+
+def _stack_with_strings(dicts):
+    """The baseline of a stack holding a string: tensors stacked, strings listed."""
+    return {k: [d[k] for d in dicts] if isinstance(v, str) else torch.stack([d[k] for d in dicts])
+            for k, v in dicts[0].items()}
+
+
+@pytest.mark.benchmark(group="stack 2 small")
+def test_stack_pair(benchmark):
+    benchmark(lambda: torch.stack(PAIR_TD))
+
+
+@pytest.mark.benchmark(group="stack 2 small")
+def test_stack_pair_baseline(benchmark):
+    benchmark(lambda: dzip(torch.stack, PAIR))
+
+
+@pytest.mark.benchmark(group="stack 2 small with a string")
+def test_stack_pair_with_string(benchmark):
+    benchmark(lambda: torch.stack(PAIR_STR_TD))
+
+
+@pytest.mark.benchmark(group="stack 2 small with a string")
+def test_stack_pair_with_string_baseline(benchmark):
+    benchmark(lambda: _stack_with_strings(PAIR_STR))
+
+
 @pytest.mark.benchmark(group="stack 10 large")
 def test_stack_large(benchmark):
     benchmark(lambda: torch.stack(LARGE_TD))

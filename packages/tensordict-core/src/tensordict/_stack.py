@@ -81,10 +81,10 @@ def _common_device(tds: Sequence[Any], dense: bool = False) -> torch.device | No
 
 def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor],
              batch_size: torch.Size, parent_ndim: int, names: Any, device: Any,
-             path: tuple[str, ...], merge_equal: bool,
+             path: tuple[str, ...], non_tensor_op: Callable[[list[Any], torch.Size], Any],
              lazy_op: Callable[[list[Any]], Any]) -> Any:
     """Combine the entries of several TensorDicts level by level (one ``op`` per leaf;
-    non-tensor entries are combined by applying ``op`` to their positions; lazy stacks
+    non-tensor entries by ``non_tensor_op`` given their combined batch size; lazy stacks
     by ``lazy_op``, part by part)."""
     first = parts[0]
     if len(set(map(len, parts))) != 1:
@@ -108,7 +108,7 @@ def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor]
                 ) from None
         elif getattr(value, "_is_non_tensor", False):
             extra = value.batch_size[parent_ndim:]
-            out[key] = combine_non_tensor(values, op, batch_size + extra, merge_equal)
+            out[key] = non_tensor_op(values, batch_size + extra)
         elif _all_lazy(values):
             out[key] = lazy_op(values)
         else:
@@ -123,8 +123,8 @@ def _combine(parts: list[dict[str, Any]], op: Callable[[list[_Tensor]], _Tensor]
             child_names = None if names is None else tuple(names) + tuple(
                 value.names[parent_ndim:])
             combined = _combine(all_entries(values, dense), op, batch_size + extra,
-                                parent_ndim, child_names, device, path + (key,), merge_equal,
-                                lazy_op)
+                                parent_ndim, child_names, device, path + (key,),
+                                non_tensor_op, lazy_op)
             out[key] = combined if value.__class__ is classes.TensorDict else \
                 _like(value, combined)
     if names is not None:
@@ -236,6 +236,28 @@ def combine_non_tensor(values: Sequence[Any], positions_op: Callable[[list[_Tens
     return classes.NonTensorStack.from_list(nested, combined.shape, first.device)
 
 
+def stack_non_tensor_entries(values: list[Any], batch_size: torch.Size, dim: int,
+                             capture: bool) -> Any:
+    """Stack non-tensor entries of one batch size along ``dim`` into ``batch_size``: a
+    ``NonTensorStack`` of copies of them (the objects shared, not the entries, so a write
+    into the stack leaves the inputs as they were), or one entry as
+    :func:`~tensordict._nontensor.merged_non_tensor` merges them (``capture``).
+
+    >>> from tensordict import NonTensorData
+    >>> stack_non_tensor_entries([NonTensorData("a"), NonTensorData("b")], torch.Size([2]),
+    ...                          0, False).tolist()
+    ['a', 'b']
+    """
+    merged = merged_non_tensor(values, batch_size, capture)
+    if merged is not None:
+        return merged
+    size = values[0].batch_size
+    if any(value.batch_size != size for value in values):  # raises, naming the shapes
+        return combine_non_tensor(values, leaf_stacker(dim), batch_size, capture)
+    copies = [value.clone(False) for value in values]
+    return classes.NonTensorStack._from_entries(copies, dim)
+
+
 def flatten_nested(nested: Any, depth: int) -> list[Any]:
     if not depth:
         return [nested]
@@ -313,8 +335,10 @@ def stack(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noq
     new = batch[:dim] + torch.Size([len(tds)]) + batch[dim:]
     names = tds[0].names
     names = names[:dim] + [None] + names[dim:]
+    capture = capture_non_tensor_stack()
     out = _combine(all_entries(tds, dense), leaf_stacker(dim), new, ndim,
-                   names, _common_device(tds, dense), (), capture_non_tensor_stack(),
+                   names, _common_device(tds, dense), (),
+                   lambda values, size: stack_non_tensor_entries(values, size, dim, capture),
                    lambda stacks: stack_lazy(stacks, dim, maybe_dense_stack))
     return typed_like(tds[0], out)
 
@@ -366,8 +390,12 @@ def cat(input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa:
         if not _write_out(out, tds, new, dim, False):
             return _update_out(out, cat(tds, dim))
         return out
-    out = _combine(all_entries(tds, dense), lambda xs: torch.cat(xs, dim), new, ndim,
-                   tds[0].names, _common_device(tds, dense), (), True,
+    def cat_leaves(tensors: list[_Tensor]) -> _Tensor:
+        return torch.cat(tensors, dim)
+
+    out = _combine(all_entries(tds, dense), cat_leaves, new, ndim,
+                   tds[0].names, _common_device(tds, dense), (),
+                   lambda values, size: combine_non_tensor(values, cat_leaves, size, True),
                    lambda stacks: _cat_or_dense(stacks, dim))
     return typed_like(tds[0], out)
 
