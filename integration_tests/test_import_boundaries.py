@@ -139,3 +139,12 @@ def test_the_scan_catches_each_form_of_import(source, expected):
         if owner is not None and _is_private(owner[0]):
             found.append("private")
     assert found == expected
+
+
+def test_every_installed_plugin_declares_this_api_version():
+    plugins.list_plugins()  # loads the entry points
+    declared = {name: getattr(plugin, "TENSORDICT_PLUGIN_API", None)
+                for name, plugin in plugins.plugin_manager().list_name_plugin()}
+    assert {"memmap", "nn", "tensorclass", "h5"} <= declared.keys()
+    assert {name: versions for name, versions in declared.items()
+            if versions is None or plugins.PLUGIN_API_VERSION not in versions} == {}

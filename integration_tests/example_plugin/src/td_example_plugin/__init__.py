@@ -15,6 +15,8 @@ from td_example_plugin._npz import NpzBackend
 from tensordict.plugins import hookimpl
 
 __version__ = "0.1.0"
+#: the versions of tensordict's plugin API this plugin works with
+TENSORDICT_PLUGIN_API = (1,)
 
 
 def l2_norm(td: Any) -> torch.Tensor:
