@@ -47,7 +47,7 @@ from tensordict._nontensor import (
     unwrap_non_tensor,
 )
 from tensordict._options import get_defaults_to_none
-from tensordict._plan import WritePlan, check_target, check_write
+from tensordict._plan import WritePlan, broadcasts_to, check_target, check_write
 from tensordict._pointwise import copy_matching_leaves
 from tensordict._resize_update import planned_resize
 from tensordict._restructure import RestructureMixin
@@ -519,6 +519,9 @@ class DictMixin(RestructureMixin, MetadataMixin):
         plan = WritePlan()
         for key, path, parent, value in self._existing_items(source, paths, clone,
                                                              skip_missing=paths is None):
+            if isinstance(value, torch.Tensor) and not value.is_nested and \
+                    value.shape[:parent.batch_dims] != parent.batch_size:
+                value = _broadcast_to_entry(parent, path[-1], value)
             parent._plan_set_(plan, path[-1], value, key, non_blocking)
         return plan
 
@@ -734,3 +737,22 @@ def _leaves_and_lazy_nodes(td: Any, prefix: tuple[str, ...]) -> list[tuple[Neste
         else:
             out.append((name, value))
     return out
+
+
+def _broadcast_to_entry(parent: Any, key: str, value: torch.Tensor) -> torch.Tensor:
+    """``value`` expanded to the shape of the tensor entry ``key`` of ``parent`` when it
+    broadcasts to it (``update_``/``copy_`` copy as ``Tensor.copy_`` does, as upstream);
+    else ``value`` as it is (the write names the mismatch).
+
+    >>> td = TensorDict(a=torch.zeros(2, 3), batch_size=[2])
+    >>> _broadcast_to_entry(td, "a", torch.arange(3.0)).shape
+    torch.Size([2, 3])
+    """
+    try:
+        shape = parent.get_item_shape(key)
+    except (KeyError, RuntimeError):  # (absent, or non-tensor data)
+        return value
+    if -1 in shape or not isinstance(parent._peek_str(key, None), torch.Tensor) or \
+            not broadcasts_to(value.shape, shape):
+        return value
+    return value.expand(shape)
