@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -132,6 +133,32 @@ class set_lazy_legacy(_Switch):
     """
 
     _option = "lazy_legacy"
+
+    def __init__(self, mode: bool) -> None:
+        if mode:
+            _warn_lazy_legacy(DeprecationWarning, stacklevel=3)
+        super().__init__(mode)
+
+    def clone(self) -> Any:
+        twin = object.__new__(type(self))  # (warned once, when the switch was made)
+        twin.mode = self.mode
+        return twin
+
+
+_LAZY_LEGACY_DEPRECATION = (
+    "The legacy lazy mode, turned on with set_lazy_legacy(True) or LAZY_LEGACY_OP=1, is "
+    "deprecated and will be removed in TensorDict 0.17. Shape operations such as unsqueeze "
+    "and permute will then always return a tensordict, and torch.stack will stack densely: "
+    "use lazy_stack to build a lazy stack.")
+
+
+def _warn_lazy_legacy(category: type[Warning], stacklevel: int) -> None:
+    """Upstream's warning that the legacy lazy mode is going away."""
+    warnings.warn(_LAZY_LEGACY_DEPRECATION, category, stacklevel=stacklevel)
+
+
+if _STATE["lazy_legacy"]:  # turned on by the environment
+    _warn_lazy_legacy(FutureWarning, stacklevel=2)
 
 def lazy_legacy(allow_none: bool = False) -> bool | None:
     """Whether ``torch.stack`` of TensorDicts gives a lazy stack (None if never set and
