@@ -16,13 +16,13 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import urllib.parse
 import venv
 import zipfile
 from pathlib import Path
 
 import pytest
-import tomllib
 
 import tensordict
 from tensordict import plugins
