@@ -28,8 +28,8 @@ import tensordict
 from tensordict import plugins
 
 REPO = Path(__file__).resolve().parents[1]
-# each plugin distribution's package: the first subpackage listed for it (tensordict-tensorclass
-# also provides ``tensordict.tensorclass``, upstream's module path, as the module below)
+# each plugin distribution's package: the first subpackage listed for it (core provides
+# ``tensordict.tensorclass``, upstream's module path, that looks up tensordict-tensorclass's names)
 PLUGIN_DISTRIBUTIONS: dict[str, str] = {}
 for _sub, _extra in plugins.SUBPACKAGES.items():
     PLUGIN_DISTRIBUTIONS.setdefault(f"tensordict-{_extra}", _sub)
@@ -38,8 +38,6 @@ META_VERSION = tomllib.loads((REPO / "packages/tensordict/pyproject.toml").read_
 #: our distributions that a plugin requires beside core
 DECLARED = {"tensordict-h5": {"tensordict-persistent"},
             "tensordict-zarr": {"tensordict-persistent"}}
-#: single-module facades of upstream module paths that a plugin ships beside its package
-FACADES = {"tensordict-tensorclass": {"tensordict/tensorclass.py"}}
 
 
 def _owns(dist: importlib.metadata.Distribution, target: Path) -> bool:
@@ -173,8 +171,7 @@ def test_wheel_contents(wheelhouse):
             sub = PLUGIN_DISTRIBUTIONS[name]
             assert {f"tensordict/{sub}/__init__.py", f"tensordict/{sub}/_plugin.py",
                     f"tensordict/{sub}/py.typed"} <= set(files)
-            strays = [f for f in files if not f.startswith(f"tensordict/{sub}/")
-                      and f not in FACADES.get(name, set())]
+            strays = [f for f in files if not f.startswith(f"tensordict/{sub}/")]
             assert strays == [], f"{name} ships files outside tensordict/{sub}/"
 
 

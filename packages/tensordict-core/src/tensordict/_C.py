@@ -6,8 +6,7 @@
 """
 
 from tensordict._nested_key import unravel_key, unravel_key_list
+from tensordict._nested_key import unravel_key as unravel_keys
 from tensordict._nested_key import unravel_key_to_tuple as _unravel_key_to_tuple
-
-unravel_keys = unravel_key
 
 __all__ = ["unravel_key", "unravel_key_list", "unravel_keys", "_unravel_key_to_tuple"]

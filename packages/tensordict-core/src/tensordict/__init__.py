@@ -12,8 +12,6 @@ TensorDict(batch_size=[2], fields={obs: f32[3], reward: f32[]})
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 from tensordict import _nontensor_methods, _pytree, _vmap
@@ -71,6 +69,7 @@ from tensordict._td import TensorDict
 from tensordict._typed import TypedTensorDict
 from tensordict._unbatched import UnbatchedTensor
 from tensordict._unpad import unpad_sequence
+from tensordict._upstream_paths import resolve_on_access
 from tensordict._version import __version__
 from tensordict.plugins import hookimpl
 
@@ -174,19 +173,7 @@ def __getattr__(name: str) -> Any:
     return _plugins.top_level_name(name)
 
 
-class _Package(types.ModuleType):
-    """The ``tensordict`` package object.
-
-    A name of ``plugins.NAMED_LIKE_MODULES`` is both a module path (``from
-    tensordict.tensorclass import NonTensorData``) and, as an attribute, a plugin's
-    top-level name (the decorator). Importing the module must not rebind the attribute,
-    so it is not set here: the name keeps resolving through the plugin's top-level names.
-    """
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _plugins.NAMED_LIKE_MODULES and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+# A name of ``plugins.NAMED_LIKE_MODULES`` is a plugin's top-level name as an attribute
+# (the decorator ``tensordict.tensorclass``, the function ``tensordict.memmap``) and a
+# module path: importing the module does not rebind the attribute.
+resolve_on_access(__name__, _plugins.NAMED_LIKE_MODULES, _plugins.top_level_name)

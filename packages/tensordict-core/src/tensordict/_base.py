@@ -50,6 +50,12 @@ from tensordict._traverse import TraverseMixin
 
 T = TypeVar("T", bound="TensorDictBase")
 
+#: Classes whose instances are stored as they are (tensors and tensor collections).
+ACCEPTED_CLASSES = (torch.Tensor, TensorCollection)
+
+#: What can be written into a TensorDict as a value.
+CompatibleType = torch.Tensor | TensorCollection
+
 
 @register_class
 class TensorDictBase(StorageMixin, DictMixin, TraverseMixin, DeviceMixin, CompareMixin,

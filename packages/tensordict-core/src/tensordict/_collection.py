@@ -202,6 +202,16 @@ def is_tensorclass(obj: Any) -> bool:
                         False))
 
 
+def is_non_tensor_class(cls: type) -> bool:
+    """True for the classes of non-tensor data (NonTensorData, NonTensorStack).
+
+    >>> from tensordict import NonTensorData
+    >>> is_non_tensor_class(NonTensorData), is_non_tensor_class(TensorCollection)
+    (True, False)
+    """
+    return getattr(cls, "_is_non_tensor", False)
+
+
 class _Classes:
     """The core classes by name, each set by :func:`register_class` where it is defined."""
 

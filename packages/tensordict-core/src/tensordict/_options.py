@@ -315,3 +315,17 @@ def get_printoptions() -> dict[str, Any]:
     True
     """
     return dict(_STATE["printoptions"])
+
+
+class _BestAttemptInplace:
+    """The type of :data:`BEST_ATTEMPT_INPLACE`: a marker with no truth value."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        raise NotImplementedError("BEST_ATTEMPT_INPLACE has no truth value: compare it "
+                                  "with `is`")
+
+
+#: ``inplace=`` marker: write in place where an entry exists, else add it.
+BEST_ATTEMPT_INPLACE = _BestAttemptInplace()

@@ -133,6 +133,16 @@ def normalize_index(index: Any, batch_size: torch.Size) -> tuple[Any, ...]:
     return parts
 
 
+def convert_ellipsis_to_idx(idx: Any, batch_size: Any) -> tuple[Any, ...]:
+    """``idx`` with its ``...`` replaced by the full slices it stands for (upstream's name
+    of :func:`normalize_index`, taking any sized ``batch_size``).
+
+    >>> convert_ellipsis_to_idx((0, ...), torch.Size([2, 3, 4]))
+    (0, slice(None, None, None), slice(None, None, None))
+    """
+    return normalize_index(idx, torch.Size(batch_size))
+
+
 def _describe(index: Any) -> str:
     """``index`` for a message: tensors by their shape."""
     parts = index if index.__class__ is tuple else (index,)

@@ -1,8 +1,11 @@
 """Upstream's ``tensordict.tensorclass`` module path: tensorclasses and non-tensor data.
 
-A facade: everything here lives in :mod:`tensordict.tensorclasses` or in core and is
-re-exported under the path real code imports. The *attribute* ``tensordict.tensorclass``
-stays the decorator: importing this module does not rebind it.
+A facade: the non-tensor classes are core's, the tensorclass names (``tensorclass``,
+``TensorClass``, ``TensorAttrs``, ``from_dataclass``) the tensordict-tensorclass plugin's,
+looked up when this module is imported; without the plugin the import raises an
+ImportError that names the package to install. The *attribute* ``tensordict.tensorclass``
+stays the decorator: importing this module does not rebind it (see
+:mod:`tensordict._upstream_paths`).
 
 Example:
     >>> import torch
@@ -36,9 +39,15 @@ from tensordict import list_to_stack as list_to_stack
 from tensordict.base import NO_DEFAULT as NO_DEFAULT
 from tensordict.base import CompatibleType as CompatibleType
 from tensordict.extending import TORCH_FUNCTIONS as TD_HANDLED_FUNCTIONS  # noqa: F401
-from tensordict.tensorclasses import TensorAttrs, TensorClass, from_dataclass, tensorclass
+from tensordict.plugins import top_level_name
 from tensordict.utils import expand_as_right as expand_as_right
 from tensordict.utils import warn_deprecated as warn_deprecated
+
+# the plugin's names: a MissingPluginError (an ImportError) when it is not installed
+tensorclass = top_level_name("tensorclass")
+TensorClass = top_level_name("TensorClass")
+TensorAttrs = top_level_name("TensorAttrs")
+from_dataclass = top_level_name("from_dataclass")
 
 __all__ = [
     "MetaData", "NonTensorData", "NonTensorDataBase", "NonTensorStack", "TensorAttrs",

@@ -5,30 +5,24 @@
 True
 """
 
-from typing import Any
-
 from tensordict._base import NO_DEFAULT, TensorDictBase, is_tensor_collection, is_tensorclass
 from tensordict._compare import assert_allclose_td
 from tensordict._convert import make_tensordict
+from tensordict._dense_stack import dense_stack_tds
 from tensordict._helpers import expand_as_right, expand_right
 from tensordict._lazy import LazyStackedTensorDict
+from tensordict._merge import merge_tensordicts
 from tensordict._nested_key import NestedKey
 from tensordict._stack import pad, pad_sequence
 from tensordict._td import TensorDict
+from tensordict._upstream_paths import resolve_on_access
 
-_FROM_PACKAGE = ("MemoryMappedTensor", "dense_stack_tds", "merge_tensordicts")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _FROM_PACKAGE:
-        import tensordict
-
-        return getattr(tensordict, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+# a plugin's name, looked up on access
+resolve_on_access(__name__, ["MemoryMappedTensor"])
 
 __all__ = [
     "LazyStackedTensorDict", "NO_DEFAULT", "NestedKey", "TensorDict", "TensorDictBase",
-    "assert_allclose_td", "expand_as_right", "expand_right", "is_tensor_collection",
-    "is_tensorclass", "make_tensordict", "pad", "pad_sequence",
+    "assert_allclose_td", "dense_stack_tds", "expand_as_right", "expand_right",
+    "is_tensor_collection", "is_tensorclass", "make_tensordict", "merge_tensordicts", "pad",
+    "pad_sequence",
 ]

@@ -12,14 +12,12 @@ Example:
     ('a', 'b')
 """
 
-from __future__ import annotations
-
-from typing import TypeVar
-
 from torch.nn import Buffer
 
-from tensordict._base import is_tensor_collection, is_tensorclass
+from tensordict._base import T, is_tensor_collection, is_tensorclass
 from tensordict._collection import acts_as_tensordict
+from tensordict._collection import is_non_tensor_class as _is_non_tensor
+from tensordict._collection import is_tensorclass as _is_tensorclass
 from tensordict._compare import assert_allclose_td, assert_close
 from tensordict._dedup import isin, remove_duplicates
 from tensordict._deprecation import deprecated_attributes, deprecation_message, warn_deprecated
@@ -55,19 +53,6 @@ from tensordict._parse import parse_tensor_dict_string
 from tensordict._restructure import KEY_SEPARATOR
 from tensordict._shapes import indexed_batch_size as _getitem_batch_size
 from tensordict._timing import timeit
-
-T = TypeVar("T")
-
-
-def _is_non_tensor(cls: type) -> bool:
-    """Whether ``cls`` is a non-tensor data class (NonTensorData, NonTensorStack)."""
-    return getattr(cls, "_is_non_tensor", False)
-
-
-def _is_tensorclass(cls: type) -> bool:
-    """Whether the class ``cls`` is a tensorclass."""
-    return is_tensorclass(cls)
-
 
 __all__ = [
     "Buffer", "KEY_SEPARATOR", "LOGGING_LEVEL", "LinkedList", "NestedKey", "T",

@@ -5,15 +5,9 @@
 >>> from tensordict.prototype import tensorclass  # doctest: +SKIP
 """
 
-from typing import Any
-
-from tensordict import plugins
+from tensordict._upstream_paths import resolve_on_access
+from tensordict.plugins import top_level_name
 
 #: the older names, and the top-level names of the plugins now providing them
 _MOVED = {"tensorclass": "tensorclass", "symbolic_trace": "prototype.fx.symbolic_trace"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        return plugins.top_level_name(_MOVED[name])
-    raise AttributeError(f"module 'tensordict.prototype' has no attribute {name!r}")
+resolve_on_access(__name__, _MOVED, lambda name: top_level_name(_MOVED[name]))

@@ -3,7 +3,9 @@
 Provided by the tensordict-memmap distribution; it adds ``memmap``, ``memmap_``,
 ``memmap_like``, ``load_memmap`` and friends to every tensor collection, and
 ``tensordict.MemoryMappedTensor``, ``tensordict.memmap``/``load_memmap``/``save``/``load``.
-As upstream, ``tensordict.memmap(td, prefix)`` is also a function: this module is callable.
+As upstream's, the attribute ``tensordict.memmap`` is the function ``memmap(td, prefix)``
+while ``tensordict.memmap`` is also this module's path (``from tensordict.memmap import
+MemoryMappedTensor``): see core's ``tensordict._upstream_paths``.
 
 Example:
     >>> import tempfile, torch
@@ -17,10 +19,6 @@ Example:
     MemoryMappedTensor([1.])
 """
 
-import sys
-import types
-from typing import Any
-
 from tensordict.memmap._methods import MemmapBackend
 from tensordict.memmap._methods import load_memmap_function as load
 from tensordict.memmap._methods import load_memmap_function as load_memmap
@@ -32,12 +30,3 @@ from tensordict.memmap._version import __version__ as __version__
 __all__ = ["MemmapBackend", "MemoryMappedTensor", "load", "load_memmap",
            "memmap", "save"]
 
-
-class _CallableModule(types.ModuleType):
-    """``tensordict.memmap`` is this module and upstream's ``tensordict.memmap(data)``."""
-
-    def __call__(self, data: Any, *args: Any, **kwargs: Any) -> Any:
-        return memmap(data, *args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
