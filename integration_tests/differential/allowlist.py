@@ -47,6 +47,10 @@ _STORE_FAST_COPY = (
     " the source's apply trips over (TypeError); ours then refuses copy_at_(fast=True) into"
     " a store (RuntimeError), as upstream does"
 )
+_STORE_FAST_COPY_NESTED = (
+    "copy_at_(fast=True) into a nested view of a Redis store's index raises, as into the"
+    " store itself (upstream writes into an index copy: the write is lost)"
+)
 _STORE_CAST = "an in-place write into a stored leaf converts bfloat16 by value (upstream raises)"
 _STORE_GLITCH = (
     "upstream's op trips over the store's non-tensor entry (h5py/zarr indexing, str has no"
@@ -94,6 +98,7 @@ ALLOWED: dict[str, tuple[str, str]] = {
         EXCEPTION,
         _STORE_FAST_COPY,
     ),
+    **_each(["redis/nested_int/copy_at_"], OURS_RAISES_LOST, _STORE_FAST_COPY_NESTED),
     **_each(
         [
             "h5/[ims]*/set__str",
@@ -263,6 +268,11 @@ _NON_TENSOR_INPLACE = (
     "update__str",
     "update_at__str",
     "update_inplace_str",
+)
+_UNSQUEEZED_STACK = (
+    "an unsqueeze context reads a string entry as a NonTensorStack, and update_ of a"
+    " NonTensorStack into it lands (upstream reads the same stack, then raises that the"
+    " entry is a NonTensorData)"
 )
 _STR_WRITES = ("set_non_tensor", "update__str", "update_at__str", "update_inplace_str")
 
@@ -471,6 +481,14 @@ ALLOWED.update(
             _MEMMAP_NON_TENSOR_AT_INDEX,
         ),
         **_each(["memmap/ctx_to_dtype/*"], UP_RAISES, _MEMMAP_TO),
+        **_each(
+            [
+                f"{c}/ctx_unsqueeze/update__stack"
+                for c in ("dense", "lazy", "memmap", "nested", "params", "tensorclass")
+            ],
+            UP_RAISES,
+            _UNSQUEEZED_STACK,
+        ),
         **_each(
             [f"memmap/sub_td/{w}" for w in ("update__str", "update_at__str", "update_inplace_str")],
             EXCEPTION,

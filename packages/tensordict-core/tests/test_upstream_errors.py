@@ -218,3 +218,23 @@ def test_classes_are_also_the_ones_raised_before():
         td.clamp()
     with pytest.raises(ValueError):  # and TypeError, as upstream
         TensorDict(1)
+
+
+# -- sources that are no mapping, and cat of TensorDicts differing in keys and batch ------
+def test_a_source_that_is_no_mapping_raises_upstreams_attribute_error_too() -> None:
+    td = TensorDict(a=torch.zeros(3), batch_size=[3])
+    for call in (lambda: td.update(1), lambda: TensorDict(1),
+                 lambda: TensorDict.from_namedtuple(1)):
+        with pytest.raises(AttributeError) as info:
+            call()
+        assert isinstance(info.value, (TypeError, ValueError))
+    assert list(td.keys()) == ["a"] and (td["a"] == 0).all()
+
+
+def test_cat_of_different_keys_and_batch_sizes_reports_the_keys_as_upstream() -> None:
+    first = TensorDict(a=torch.zeros(3), batch_size=[3])
+    second = TensorDict(b=torch.zeros(2, 2), batch_size=[2, 2])
+    with pytest.raises(KeyError, match="keys"):
+        torch.cat([first, second])
+    with pytest.raises(RuntimeError, match="congruent batch sizes"):  # stack: batch first
+        torch.stack([first, second])

@@ -428,6 +428,9 @@ class DictMixin(RestructureMixin, MetadataMixin):
         of ``paths`` runs through is merged into the sub-TensorDict there, or else written
         whole."""
         is_mapping = isinstance(source, Mapping) or acts_as_tensordict(source)
+        if not is_mapping and not isinstance(source, Iterable):
+            raise errors.NotAMappingError(
+                f"update expects a mapping or a TensorDict, got {type(source).__name__}")
         items = source.items() if is_mapping else source
         writes: list[tuple[tuple[str, ...], str, Any]] = []
         for key, value in items:

@@ -296,6 +296,9 @@ def _check_batch(tds: Sequence[Any], dense: bool, skip_dim: int | None = None
                 bad = i
                 break
     if bad is not None:
+        if skip_dim is not None and set(tds[bad].keys()) != set(tds[0].keys()):
+            # upstream's cat compares the keys first (its stack, the batch sizes)
+            raise _key_mismatch([dict.fromkeys(td.keys()) for td in tds], ())
         raise StackMismatchError(
             ("stacking tensordicts requires them to have congruent batch sizes: "
              if skip_dim is None else "Sizes of tensors must match except in dimension "

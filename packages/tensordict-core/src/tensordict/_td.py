@@ -106,7 +106,7 @@ class TensorDict(MapMixin, TensorDictBase):
             source = kwargs  # (an empty dict)
         elif source.__class__ is not dict and not (isinstance(source, Mapping)
                                                    or acts_as_tensordict(source)):
-            raise errors.ArgumentError(
+            raise errors.NotAMappingError(
                 "A TensorDict source is expected to be a TensorDictBase sub-type or a Mapping, "
                 f"found type(source)={type(source)} (a TensorDict source must be a mapping)")
         auto = False

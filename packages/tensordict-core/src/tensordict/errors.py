@@ -78,6 +78,12 @@ class ArgumentError(TypeError, ValueError):
     mapping): both."""
 
 
+class NotAMappingError(ArgumentError, AttributeError):
+    """A TensorDict source (of the constructor, ``update``, ``TensorDictParams``...) that
+    is no mapping: upstream raises ``AttributeError`` (it calls ``source.items()``) or a
+    ``TypeError``/``ValueError``; this is all three."""
+
+
 class LockedTensorDictError(RuntimeError):
     """A write that adds, removes or replaces an entry of a locked TensorDict."""
 
