@@ -245,15 +245,18 @@ class set_printoptions(_Switch):
             ``show_field_device``, ``show_dtype`` and ``show_field_is_shared`` (the
             options given override it).
         compact: the one-line layout (``fields={a: f32[3]}``) or the verbose one.
-        show_batch_size, show_device, show_dtype: the collection's batch size and
-            device, the leaves' dtypes (both layouts).
+        show_batch_size: the collection's batch size (both layouts).
+        show_device: the collection's device (both layouts).
+        show_dtype: the leaves' dtypes (both layouts).
         sort_keys: ``"alphabetical"`` sorts the fields, any other value keeps their
             insertion order.
         html: accepted (the notebook layout).
-        show_shape, show_field_device, show_field_is_shared, show_is_shared, show_grad,
-            show_is_contiguous, show_is_view, show_storage_size, plain: details of the
-            verbose layout (``plain`` adds mean and std, or min and max, of each
-            leaf). Giving one of them without ``compact`` selects the verbose layout.
+        plain: adds the mean and std, or the min and max, of each leaf (verbose layout).
+
+    The other options (``show_shape``, ``show_field_device``, ``show_field_is_shared``,
+    ``show_is_shared``, ``show_grad``, ``show_is_contiguous``, ``show_is_view``,
+    ``show_storage_size``) are details of the verbose layout: giving one of them, or
+    ``plain``, without ``compact`` selects that layout.
 
     Raises:
         TypeError: an unknown option.
