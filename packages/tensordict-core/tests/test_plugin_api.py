@@ -77,7 +77,7 @@ def test_first_party_features_come_from_one_table():
         assert set(features.get("attributes", ())) <= set(features.get("modules", ()))
     n_methods = sum(len(f.get("methods", ())) for f in table.values())
     assert len(plugins.PLUGIN_METHODS) == n_methods  # no feature claimed twice
-    assert plugins.NAMED_LIKE_MODULES == {"memmap", "tensorclass"}
+    assert plugins.NAMED_LIKE_MODULES == {"tensorclass"}
 
 
 @pytest.mark.parametrize("name", sorted(plugins.ATTRIBUTE_MODULES))

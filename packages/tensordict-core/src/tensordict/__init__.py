@@ -174,6 +174,6 @@ def __getattr__(name: str) -> Any:
 
 
 # A name of ``plugins.NAMED_LIKE_MODULES`` is a plugin's top-level name as an attribute
-# (the decorator ``tensordict.tensorclass``, the function ``tensordict.memmap``) and a
-# module path: importing the module does not rebind the attribute.
+# (the decorator ``tensordict.tensorclass``) and a module path: importing the module does
+# not rebind the attribute.
 resolve_on_access(__name__, _plugins.NAMED_LIKE_MODULES, _plugins.top_level_name)

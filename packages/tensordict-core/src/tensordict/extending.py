@@ -20,7 +20,9 @@ Everything here is public and versioned with the plugin API; a plugin needs no
 * reprs: :func:`compact_layout`, :func:`compact_value`, :func:`sizes`, :func:`indent`,
   :func:`verbose_entry`, :func:`is_shared`, :data:`Entry`, :data:`Block`, and what the
   print options choose: :func:`compact_head`, :func:`sorted_keys`, :func:`verbose_tail`;
-* deprecations: :func:`deprecated_fields`.
+* deprecations: :func:`deprecated_fields`;
+* upstream's module paths: :func:`resolve_on_access` (a module also callable as a
+  function, names looked up on access).
 
 Example, a leaf-wise method, added by a plugin:
 
@@ -65,6 +67,7 @@ from tensordict._shapes import as_device, as_size
 from tensordict._stack import typed_hook, typed_like
 from tensordict._torch_function import HANDLED, TorchFunctionMixin
 from tensordict._traverse import is_row_index
+from tensordict._upstream_paths import resolve_on_access
 
 #: The in-place leaf-wise methods of core (``add_``, ``exp_``...): they write values into
 #: the existing leaves and add or remove no entry.
@@ -227,6 +230,6 @@ __all__ = [
     "decode_metadata", "deprecated_fields", "dtype_from_name", "dtype_name",
     "encode_metadata", "from_entries", "indent", "is_row_index", "is_shared",
     "key_to_path", "loads_data", "lock_views", "named_leaves", "pointwise_methods",
-    "sizes", "sorted_keys", "typed_hook", "typed_like", "unlock_tree", "unwrap_non_tensor",
-    "verbose_entry", "verbose_tail",
+    "resolve_on_access", "sizes", "sorted_keys", "typed_hook", "typed_like", "unlock_tree",
+    "unwrap_non_tensor", "verbose_entry", "verbose_tail",
 ]

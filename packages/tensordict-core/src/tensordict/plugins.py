@@ -65,7 +65,7 @@ FIRST_PARTY: dict[str, dict[str, tuple[str, ...]]] = {
             "load_memmap_", "dumps", "load_", "is_memmap", "saved_path", "make_memmap",
             "make_memmap_from_tensor", "make_memmap_from_storage", "pack",
         ),
-        "names": ("MemoryMappedTensor", "memmap"),
+        "names": ("MemoryMappedTensor",),
         "backends": ("memmap",),
         "modules": ("memmap",),
     },

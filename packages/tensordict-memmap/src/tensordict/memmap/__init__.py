@@ -3,9 +3,8 @@
 Provided by the tensordict-memmap distribution; it adds ``memmap``, ``memmap_``,
 ``memmap_like``, ``load_memmap`` and friends to every tensor collection, and
 ``tensordict.MemoryMappedTensor``, ``tensordict.memmap``/``load_memmap``/``save``/``load``.
-As upstream's, the attribute ``tensordict.memmap`` is the function ``memmap(td, prefix)``
-while ``tensordict.memmap`` is also this module's path (``from tensordict.memmap import
-MemoryMappedTensor``): see core's ``tensordict._upstream_paths``.
+As upstream's, ``tensordict.memmap(td, prefix)`` is a function: this module is callable
+(:func:`tensordict.extending.resolve_on_access`).
 
 Example:
     >>> import tempfile, torch
@@ -19,6 +18,7 @@ Example:
     MemoryMappedTensor([1.])
 """
 
+from tensordict.extending import resolve_on_access
 from tensordict.memmap._methods import MemmapBackend
 from tensordict.memmap._methods import load_memmap_function as load
 from tensordict.memmap._methods import load_memmap_function as load_memmap
@@ -30,3 +30,4 @@ from tensordict.memmap._version import __version__ as __version__
 __all__ = ["MemmapBackend", "MemoryMappedTensor", "load", "load_memmap",
            "memmap", "save"]
 
+resolve_on_access(__name__, call=memmap)
