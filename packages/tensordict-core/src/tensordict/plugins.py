@@ -511,7 +511,8 @@ def top_level_name(name: str) -> Any:
     if name in names:
         return _resolve(names[name])
     if name in PROVIDED_BY:
-        raise MissingPluginError(install_hint(f"tensordict.{name}", PROVIDED_BY[name]))
+        raise MissingPluginError(install_hint(f"tensordict.{name}", PROVIDED_BY[name]),
+                                 name=f"tensordict.{name}")
     if name in _IMPORTABLE:
         return _missing_class(name)
     module, _, attribute = f"tensordict.{name}".rpartition(".")
